@@ -1,0 +1,1260 @@
+// `npm run bench`: static-file throughput, tail latency and memory of plume
+// against Apache httpd (event MPM), nginx and a bare node:http server, all
+// on the same generated site and (for Apache and plume) the same httpd.conf.
+//
+// See docs/benchmarks.md for what is measured and how to read it.
+// Node built-ins only; every process started here is stopped by its pid.
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// ---------------------------------------------------------------- paths
+
+const HERE = path.dirname(fileURLToPath(import.meta.url)); // <repo>/dist/bench
+const REPO = path.resolve(HERE, '..', '..');
+const BARE_NODE_JS = path.join(HERE, 'bare-node.js');
+const PLUME_BIN = path.join(REPO, 'bin', 'plume');
+const RESULTS_DIR = path.join(REPO, 'bench', 'results');
+const APACHE_BIN = '/usr/sbin/apache2';
+const APACHE_MODULES = '/usr/lib/apache2/modules';
+const NGINX_BIN = '/usr/sbin/nginx';
+const WRK_BIN = 'wrk';
+
+// ---------------------------------------------------------------- options
+
+type ServerName = 'apache' | 'plume' | 'bare' | 'nginx';
+type ScenarioName = '1k' | '100k';
+
+const ALL_SERVERS: readonly ServerName[] = ['apache', 'plume', 'nginx', 'bare'];
+const SERVER_LABEL: Record<ServerName, string> = {
+  apache: 'Apache (event)',
+  plume: 'plume (-X)',
+  nginx: 'nginx',
+  bare: 'bare Node',
+};
+
+interface Scenario {
+  name: ScenarioName;
+  file: string;
+  size: number;
+  contentType: string;
+}
+
+const SCENARIOS: Record<ScenarioName, Scenario> = {
+  '1k': { name: '1k', file: '1k.html', size: 1024, contentType: 'text/html' },
+  '100k': { name: '100k', file: '100k.bin', size: 102400, contentType: 'application/octet-stream' },
+};
+
+interface Options {
+  servers: ServerName[];
+  scenarios: ScenarioName[];
+  connections: number[];
+  durationS: number;
+  warmupS: number;
+  threads: number;
+  wrkCpus: string | null;
+  serverCpus: string | null;
+  keep: boolean;
+  out: string;
+}
+
+const USAGE = `usage: npm run bench -- [options]
+  --servers LIST       apache,plume,nginx,bare (default: all; nginx only if installed)
+  --scenarios LIST     1k,100k (default: both)
+  --connections LIST   wrk connection counts, e.g. 50,500 (default: 50)
+  --duration S         seconds per timed run (default: 10)
+  --warmup S           seconds of untimed wrk warm-up before each run (default: 2)
+  --threads N          wrk threads (default: 1)
+  --pin                pin wrk to the last CPU and the servers to the others
+                       (default when the machine has 2 to 8 CPUs)
+  --no-pin             no CPU pinning at all
+  --wrk-cpus LIST      taskset CPU list for wrk (e.g. 1)
+  --server-cpus LIST   taskset CPU list for the servers (e.g. 0)
+  --keep               keep the temporary site, configs and logs
+  --out FILE           JSON output (default: bench/results/latest.json)
+`;
+
+function cpuCount(): number {
+  // All online CPUs, not this process's affinity (the runner pins itself to wrk's CPU).
+  return Math.max(1, os.cpus().length);
+}
+
+function parseList(v: string): string[] {
+  return v
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+function die(msg: string): never {
+  process.stderr.write(`bench: ${msg}\n\n${USAGE}`);
+  process.exit(2);
+}
+
+function positiveNumber(flag: string, v: string | undefined): number {
+  const n = Number(v);
+  if (v === undefined || !Number.isFinite(n) || n <= 0) die(`${flag} needs a positive number`);
+  return n;
+}
+
+function parseOptions(argv: string[]): Options {
+  const o: Options = {
+    servers: ALL_SERVERS.filter((s) => s !== 'nginx' || fs.existsSync(NGINX_BIN)),
+    scenarios: ['1k', '100k'],
+    connections: [50],
+    durationS: 10,
+    warmupS: 2,
+    threads: 1,
+    wrkCpus: null,
+    serverCpus: null,
+    keep: false,
+    out: path.join(RESULTS_DIR, 'latest.json'),
+  };
+  const n = cpuCount();
+  let pin: boolean | null = null;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    const eq = a.indexOf('=');
+    const flag = a.startsWith('--') && eq > 0 ? a.slice(0, eq) : a;
+    const takeValue = (): string => {
+      if (eq > 0 && a.startsWith('--')) return a.slice(eq + 1);
+      const v = argv[++i];
+      if (v === undefined) die(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--servers': {
+        const list = parseList(takeValue());
+        for (const s of list) if (!(ALL_SERVERS as readonly string[]).includes(s)) die(`unknown server ${s}`);
+        o.servers = list as ServerName[];
+        break;
+      }
+      case '--scenarios': {
+        const list = parseList(takeValue());
+        for (const s of list) if (!(s in SCENARIOS)) die(`unknown scenario ${s}`);
+        o.scenarios = list as ScenarioName[];
+        break;
+      }
+      case '--connections':
+        o.connections = parseList(takeValue()).map((v) => Math.round(positiveNumber('--connections', v)));
+        break;
+      case '--duration':
+        o.durationS = Math.max(1, Math.round(positiveNumber('--duration', takeValue())));
+        break;
+      case '--warmup': {
+        const v = Number(takeValue());
+        if (!Number.isFinite(v) || v < 0) die('--warmup needs a number >= 0');
+        o.warmupS = Math.round(v);
+        break;
+      }
+      case '--threads':
+        o.threads = Math.round(positiveNumber('--threads', takeValue()));
+        break;
+      case '--pin':
+        pin = true;
+        break;
+      case '--no-pin':
+        pin = false;
+        break;
+      case '--wrk-cpus':
+        o.wrkCpus = takeValue();
+        break;
+      case '--server-cpus':
+        o.serverCpus = takeValue();
+        break;
+      case '--keep':
+        o.keep = true;
+        break;
+      case '--out':
+        o.out = path.resolve(takeValue());
+        break;
+      case '-h':
+      case '--help':
+        process.stdout.write(USAGE);
+        process.exit(0);
+        break;
+      default:
+        die(`unknown option ${a}`);
+    }
+  }
+  if (o.servers.length === 0 || o.scenarios.length === 0 || o.connections.length === 0) die('nothing to run');
+  if (pin === null) pin = o.wrkCpus === null && o.serverCpus === null && n >= 2 && n <= 8;
+  if (pin && n >= 2) {
+    if (o.wrkCpus === null) o.wrkCpus = String(n - 1);
+    if (o.serverCpus === null) o.serverCpus = n === 2 ? '0' : `0-${n - 2}`;
+  }
+  if ((o.wrkCpus !== null || o.serverCpus !== null) && !haveCommand('taskset')) {
+    process.stderr.write('bench: taskset not found, running without CPU pinning\n');
+    o.wrkCpus = null;
+    o.serverCpus = null;
+  }
+  return o;
+}
+
+function haveCommand(cmd: string): boolean {
+  const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
+  return r.status === 0;
+}
+
+function withCpus(cpus: string | null, cmd: string, args: string[]): [string, string[]] {
+  return cpus === null ? [cmd, args] : ['taskset', ['-c', cpus, cmd, ...args]];
+}
+
+// ---------------------------------------------------------------- process bookkeeping
+
+/** Every child started by the runner that may still be alive; stopped on exit/signal. */
+const live = new Set<ChildProcess>();
+/** Descendant pids seen while sampling (pid -> comm), swept by pid when a server stops. */
+let knownDescendants = new Map<number, string>();
+
+function track(child: ChildProcess): ChildProcess {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
+function alive(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+function procComm(pid: number): string | null {
+  try {
+    return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return null;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
+  if (!alive(child)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const t = setTimeout(() => {
+      child.off('exit', onExit);
+      resolve(false);
+    }, ms);
+    const onExit = (): void => {
+      clearTimeout(t);
+      resolve(true);
+    };
+    child.once('exit', onExit);
+  });
+}
+
+/** SIGTERM the child by pid, SIGKILL after a grace period, then sweep leftover descendants. */
+async function stopChild(child: ChildProcess, graceMs = 8000): Promise<void> {
+  const descendants = new Map(knownDescendants);
+  if (child.pid !== undefined) for (const [pid, comm] of descendantPids(child.pid)) descendants.set(pid, comm);
+  if (alive(child) && child.pid !== undefined) {
+    try {
+      process.kill(child.pid, 'SIGTERM');
+    } catch {
+      /* already gone */
+    }
+    if (!(await waitExit(child, graceMs)) && alive(child)) {
+      try {
+        process.kill(child.pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+      await waitExit(child, 3000);
+    }
+  }
+  // Apache/nginx children normally exit with their parent; give them a moment.
+  for (let i = 0; i < 30; i++) {
+    const left = [...descendants].filter(([pid, comm]) => procComm(pid) === comm);
+    if (left.length === 0) break;
+    if (i === 29) {
+      for (const [pid] of left) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+    }
+    await sleep(100);
+  }
+  knownDescendants = new Map();
+}
+
+// ---------------------------------------------------------------- memory and CPU sampling
+
+interface ProcStat {
+  ppid: number;
+  comm: string;
+  /** utime + stime, in clock ticks, all threads */
+  ticks: number;
+}
+
+/** One pass over /proc/<pid>/stat (this kernel may lack /proc/<pid>/task/<tid>/children). */
+function scanProc(): Map<number, ProcStat> {
+  const map = new Map<number, ProcStat>();
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return map;
+  }
+  for (const e of entries) {
+    const c = e.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const open = stat.indexOf('(');
+    const close = stat.lastIndexOf(')');
+    // fields after "(comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+    const f = stat.slice(close + 2).split(' ');
+    map.set(Number(e), {
+      ppid: Number(f[1]),
+      comm: stat.slice(open + 1, close),
+      ticks: Number(f[11]) + Number(f[12]),
+    });
+  }
+  return map;
+}
+
+function descendantsIn(procs: Map<number, ProcStat>, root: number): Map<number, string> {
+  const children = new Map<number, number[]>();
+  for (const [pid, st] of procs) {
+    const list = children.get(st.ppid);
+    if (list === undefined) children.set(st.ppid, [pid]);
+    else list.push(pid);
+  }
+  const out = new Map<number, string>();
+  const queue = [...(children.get(root) ?? [])];
+  while (queue.length > 0) {
+    const pid = queue.shift() as number;
+    if (out.has(pid)) continue;
+    out.set(pid, procs.get(pid)?.comm ?? '');
+    queue.push(...(children.get(pid) ?? []));
+  }
+  return out;
+}
+
+function descendantPids(root: number): Map<number, string> {
+  return descendantsIn(scanProc(), root);
+}
+
+function statusKB(pid: number, field: string, file: 'status' | 'smaps_rollup'): number {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/${file}`, 'utf8');
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text);
+    return m === null ? 0 : Number(m[1]);
+  } catch {
+    return 0;
+  }
+}
+
+let clockTicks = 0;
+function clkTck(): number {
+  if (clockTicks === 0) {
+    const r = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
+    const n = Number((r.stdout ?? '').trim());
+    clockTicks = r.status === 0 && n > 0 ? n : 100;
+  }
+  return clockTicks;
+}
+
+/**
+ * Polls the server's process tree every 100 ms: sums VmRSS (and PSS, which
+ * does not count pages shared between Apache's/nginx's processes several
+ * times) over the main pid and all its descendants, keeping the peak; and
+ * accounts the CPU time used by the tree and by the load generator.
+ */
+class Sampler {
+  private timer: NodeJS.Timeout | null = null;
+  private startedAt = 0;
+  private stoppedAt = 0;
+  /** pid -> [ticks at first sight (0 if born during the run), last ticks] */
+  private serverTicks = new Map<number, [number, number]>();
+  private clientTicks = new Map<number, [number, number]>();
+  peakRssKB = 0;
+  peakPssKB = 0;
+  peakProcesses = 0;
+  samples = 0;
+
+  constructor(
+    private readonly root: number,
+    private readonly client: () => number | undefined = () => undefined,
+  ) {}
+
+  start(): void {
+    this.startedAt = Date.now();
+    this.take(true);
+    this.timer = setInterval(() => this.take(false), 100);
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    this.take(false);
+    this.stoppedAt = Date.now();
+  }
+
+  /** CPU used by the server tree during the sampling, in % of one core. */
+  get serverCpuPct(): number {
+    return this.pct(this.serverTicks);
+  }
+
+  /** CPU used by the load generator (wrk), in % of one core (up to the last sample before it exited). */
+  get clientCpuPct(): number {
+    return this.pct(this.clientTicks);
+  }
+
+  private pct(m: Map<number, [number, number]>): number {
+    const secs = (this.stoppedAt - this.startedAt) / 1000;
+    if (secs <= 0) return 0;
+    let ticks = 0;
+    for (const [first, last] of m.values()) ticks += last - first;
+    return Math.round(((ticks / clkTck()) * 100) / secs);
+  }
+
+  private static account(m: Map<number, [number, number]>, pid: number, ticks: number, first: boolean): void {
+    const e = m.get(pid);
+    if (e === undefined) m.set(pid, [first ? ticks : 0, ticks]);
+    else e[1] = Math.max(e[1], ticks);
+  }
+
+  take(first = false): void {
+    const procs = scanProc();
+    const descendants = descendantsIn(procs, this.root);
+    const pids = [this.root, ...descendants.keys()];
+    for (const [pid, comm] of descendants) knownDescendants.set(pid, comm);
+    let rssKB = 0;
+    let pssKB = 0;
+    let processes = 0;
+    for (const pid of pids) {
+      const st = procs.get(pid);
+      if (st !== undefined) Sampler.account(this.serverTicks, pid, st.ticks, first);
+      const rss = statusKB(pid, 'VmRSS', 'status');
+      if (rss === 0) continue;
+      processes++;
+      rssKB += rss;
+      pssKB += statusKB(pid, 'Pss', 'smaps_rollup');
+    }
+    const cpid = this.client();
+    const cst = cpid === undefined ? undefined : procs.get(cpid);
+    if (cpid !== undefined && cst !== undefined) Sampler.account(this.clientTicks, cpid, cst.ticks, first);
+    this.samples++;
+    this.peakRssKB = Math.max(this.peakRssKB, rssKB);
+    this.peakPssKB = Math.max(this.peakPssKB, pssKB);
+    this.peakProcesses = Math.max(this.peakProcesses, processes);
+  }
+}
+
+// ---------------------------------------------------------------- site and configs
+
+function fixedBytes(size: number): Buffer {
+  const b = Buffer.alloc(size);
+  let x = 0x2545f491; // xorshift32, fixed seed: same bytes on every run
+  for (let i = 0; i < size; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    b[i] = x & 0xff;
+  }
+  return b;
+}
+
+function fixedHtml(size: number): Buffer {
+  const head = '<!DOCTYPE html>\n<html><head><title>plume bench</title></head><body>\n<p>';
+  const tail = '</p>\n</body></html>\n';
+  const filler = 'The quick brown fox jumps over the lazy dog. ';
+  let middle = '';
+  while (head.length + middle.length + tail.length < size) middle += filler;
+  middle = middle.slice(0, size - head.length - tail.length);
+  const b = Buffer.from(head + middle + tail, 'latin1');
+  if (b.length !== size) throw new Error('internal: html size');
+  return b;
+}
+
+interface Site {
+  root: string;
+  htdocs: string;
+  mimeTypes: string;
+}
+
+function makeSite(): Site {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-bench-'));
+  fs.chmodSync(root, 0o755); // servers dropping to nobody must read htdocs
+  const htdocs = path.join(root, 'htdocs');
+  fs.mkdirSync(htdocs, { mode: 0o755 });
+  fs.writeFileSync(path.join(htdocs, '1k.html'), fixedHtml(1024), { mode: 0o644 });
+  fs.writeFileSync(path.join(htdocs, '100k.bin'), fixedBytes(102400), { mode: 0o644 });
+  fs.writeFileSync(path.join(htdocs, 'index.html'), '<!DOCTYPE html>\n<p>plume bench</p>\n', { mode: 0o644 });
+  const mimeTypes = path.join(root, 'mime.types');
+  fs.writeFileSync(mimeTypes, 'text/html\t\t\t\thtml htm\napplication/octet-stream\t\tbin\n', { mode: 0o644 });
+  return { root, htdocs, mimeTypes };
+}
+
+function runAsUser(): { user: string; group: string } | null {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return null;
+  let group = 'nogroup';
+  try {
+    if (!/^nogroup:/m.test(fs.readFileSync('/etc/group', 'utf8'))) group = 'nobody';
+  } catch {
+    /* keep nogroup */
+  }
+  return { user: 'nobody', group };
+}
+
+/**
+ * The httpd.conf shared by Apache and plume. Only the Listen port differs
+ * between the two copies; every other path is either absolute or relative to
+ * the ServerRoot given with -d (each server has its own, with its own logs/).
+ */
+function httpdConf(site: Site, port: number): string {
+  const who = runAsUser();
+  const m = APACHE_MODULES;
+  return `# Generated by bench/run.ts: a minimal but real Apache 2.4 configuration.
+# Run with: apache2 -d <server root> -f <this file> -D FOREGROUND
+#       or: node bin/plume -X -d <server root> -f <this file>
+<IfModule !unixd_module>
+    LoadModule unixd_module ${m}/mod_unixd.so
+</IfModule>
+LoadModule mpm_event_module ${m}/mod_mpm_event.so
+LoadModule authz_core_module ${m}/mod_authz_core.so
+LoadModule mime_module ${m}/mod_mime.so
+LoadModule dir_module ${m}/mod_dir.so
+
+ServerName 127.0.0.1
+Listen 127.0.0.1:${port}
+${who === null ? '# (not root: no User/Group)' : `User ${who.user}\nGroup ${who.group}`}
+PidFile logs/httpd.pid
+ErrorLog logs/error_log
+LogLevel warn
+LogFormat "%h %l %u %t \\"%r\\" %>s %b" common
+CustomLog logs/access_log common
+
+KeepAlive On
+MaxKeepAliveRequests 10000
+KeepAliveTimeout 5
+Timeout 60
+
+TypesConfig ${site.mimeTypes}
+DocumentRoot "${site.htdocs}"
+<Directory />
+    AllowOverride None
+    Require all denied
+</Directory>
+<Directory "${site.htdocs}">
+    Options None
+    AllowOverride None
+    Require all granted
+</Directory>
+DirectoryIndex index.html
+`;
+}
+
+function nginxConf(site: Site, dir: string, port: number): string {
+  const who = runAsUser();
+  return `# Generated by bench/run.ts: nginx serving the same htdocs as Apache.
+${who === null ? '' : `user ${who.user} ${who.group};\n`}worker_processes auto;
+daemon off;
+master_process on;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log warn;
+events {
+    worker_connections 4096;
+}
+http {
+    types {
+        text/html html htm;
+        application/octet-stream bin;
+    }
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nopush on;
+    log_format common '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent';
+    access_log ${dir}/logs/access.log common;
+    keepalive_timeout 5;
+    keepalive_requests 10000;
+    client_body_temp_path ${dir}/tmp/body;
+    proxy_temp_path ${dir}/tmp/proxy;
+    fastcgi_temp_path ${dir}/tmp/fastcgi;
+    server {
+        listen 127.0.0.1:${port};
+        server_name 127.0.0.1;
+        root ${site.htdocs};
+        index index.html;
+    }
+}
+`;
+}
+
+// ---------------------------------------------------------------- servers
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  logFiles: string[];
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: '127.0.0.1', port });
+    const done = (ok: boolean): void => {
+      sock.destroy();
+      resolve(ok);
+    };
+    sock.setTimeout(500, () => done(false));
+    sock.once('connect', () => done(true));
+    sock.once('error', () => done(false));
+  });
+}
+
+function spawnServer(cmd: string, args: string[], cpus: string | null, cwd: string): Started {
+  const [c, a] = withCpus(cpus, cmd, args);
+  const child = track(spawn(c, a, { cwd, stdio: ['ignore', 'pipe', 'pipe'] }));
+  let out = '';
+  const keep = (d: Buffer): void => {
+    if (out.length < 64 * 1024) out += d.toString('utf8');
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  child.on('error', (e) => keep(Buffer.from(`spawn error: ${e.message}\n`)));
+  return { child, output: () => out, logFiles: [] };
+}
+
+function tail(file: string, max = 2000): string {
+  try {
+    const t = fs.readFileSync(file, 'utf8');
+    return t.length > max ? '...' + t.slice(-max) : t;
+  } catch {
+    return '';
+  }
+}
+
+function failureText(s: Started): string {
+  const parts = [s.output().trim()];
+  for (const f of s.logFiles) {
+    const t = tail(f).trim();
+    if (t !== '') parts.push(`${path.basename(f)}: ${t}`);
+  }
+  const text = parts.filter((p) => p !== '').join('\n');
+  return text === '' ? '(no output)' : text;
+}
+
+async function startServer(name: ServerName, site: Site, opts: Options): Promise<{ started: Started; port: number }> {
+  const port = await freePort();
+  const dir = path.join(site.root, name);
+  fs.mkdirSync(path.join(dir, 'logs'), { recursive: true, mode: 0o755 });
+  let started: Started;
+  switch (name) {
+    case 'apache':
+    case 'plume': {
+      const conf = path.join(dir, 'httpd.conf');
+      fs.writeFileSync(conf, httpdConf(site, port));
+      started =
+        name === 'apache'
+          ? spawnServer(APACHE_BIN, ['-d', dir, '-f', conf, '-D', 'FOREGROUND'], opts.serverCpus, dir)
+          : spawnServer(process.execPath, [PLUME_BIN, '-X', '-d', dir, '-f', conf], opts.serverCpus, dir);
+      started.logFiles.push(path.join(dir, 'logs', 'error_log'));
+      break;
+    }
+    case 'nginx': {
+      fs.mkdirSync(path.join(dir, 'tmp'), { recursive: true, mode: 0o755 });
+      const conf = path.join(dir, 'nginx.conf');
+      fs.writeFileSync(conf, nginxConf(site, dir, port));
+      const errLog = path.join(dir, 'logs', 'error.log');
+      started = spawnServer(NGINX_BIN, ['-p', dir + '/', '-c', conf, '-e', errLog], opts.serverCpus, dir);
+      started.logFiles.push(errLog);
+      break;
+    }
+    case 'bare':
+      started = spawnServer(
+        process.execPath,
+        [BARE_NODE_JS, '--port', String(port), '--root', site.htdocs],
+        opts.serverCpus,
+        dir,
+      );
+      break;
+  }
+  const deadline = Date.now() + 15000;
+  while (true) {
+    if (!alive(started.child)) {
+      await sleep(50); // let stderr drain
+      throw new Error(`exited (${started.child.exitCode ?? started.child.signalCode}): ${failureText(started)}`);
+    }
+    if (await canConnect(port)) break;
+    if (Date.now() > deadline) {
+      await stopChild(started.child, 2000);
+      throw new Error(`not listening on 127.0.0.1:${port} after 15 s: ${failureText(started)}`);
+    }
+    await sleep(100);
+  }
+  await sleep(300); // Apache/nginx: let the worker processes come up
+  return { started, port };
+}
+
+interface Verified {
+  status: number;
+  contentType: string;
+  contentLength: string;
+  bodyLength: number;
+  server: string;
+}
+
+function httpGet(port: number, urlPath: string): Promise<Verified> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: urlPath, agent: false, timeout: 5000 }, (res) => {
+      let n = 0;
+      let bodyOk = true;
+      res.on('data', (d: Buffer) => {
+        n += d.length;
+      });
+      res.on('error', () => {
+        bodyOk = false;
+      });
+      res.on('end', () => {
+        if (!bodyOk) reject(new Error('response body error'));
+        resolve({
+          status: res.statusCode ?? 0,
+          contentType: String(res.headers['content-type'] ?? ''),
+          contentLength: String(res.headers['content-length'] ?? ''),
+          bodyLength: n,
+          server: String(res.headers['server'] ?? ''),
+        });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout after 5 s')));
+    req.on('error', reject);
+  });
+}
+
+async function verify(port: number, sc: Scenario, expected: Buffer): Promise<Verified> {
+  const v = await httpGet(port, '/' + sc.file);
+  const problems: string[] = [];
+  if (v.status !== 200) problems.push(`status ${v.status}`);
+  if (v.bodyLength !== expected.length) problems.push(`body ${v.bodyLength} bytes, expected ${expected.length}`);
+  if (v.contentLength !== String(expected.length)) problems.push(`Content-Length "${v.contentLength}"`);
+  if (!v.contentType.startsWith(sc.contentType)) problems.push(`Content-Type "${v.contentType}"`);
+  if (problems.length > 0) throw new Error(`GET /${sc.file}: ${problems.join(', ')}`);
+  return v;
+}
+
+// ---------------------------------------------------------------- wrk
+
+interface WrkResult {
+  requestsPerSec: number;
+  transferPerSec: string;
+  latencyAvgMs: number | null;
+  p50Ms: number | null;
+  p90Ms: number | null;
+  p99Ms: number | null;
+  requests: number | null;
+  socketErrors: { connect: number; read: number; write: number; timeout: number } | null;
+  non2xx3xx: number;
+  raw: string;
+}
+
+const UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60000, h: 3600000 };
+
+/** "812.00us" / "1.23ms" / "2.01s" / "1.00m" -> milliseconds */
+export function toMs(v: string, unit: string): number {
+  const f = UNIT_MS[unit];
+  if (f === undefined) throw new Error(`unknown wrk time unit ${unit}`);
+  return Number(v) * f;
+}
+
+function pct(raw: string, p: string): number | null {
+  const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m|h)\\s*$`, 'm').exec(raw);
+  return m === null ? null : toMs(m[1] as string, m[2] as string);
+}
+
+export function parseWrk(raw: string): WrkResult {
+  const rps = /^Requests\/sec:\s+([\d.]+)/m.exec(raw);
+  if (rps === null) throw new Error(`cannot parse wrk output:\n${raw}`);
+  const lat = /^\s*Latency\s+([\d.]+)(us|ms|s|m|h)\s/m.exec(raw);
+  const tr = /^Transfer\/sec:\s+(\S+)/m.exec(raw);
+  const reqs = /^\s*(\d+) requests in /m.exec(raw);
+  const se = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(raw);
+  const non = /Non-2xx or 3xx responses: (\d+)/.exec(raw);
+  return {
+    requestsPerSec: Number(rps[1]),
+    transferPerSec: tr === null ? '' : (tr[1] as string),
+    latencyAvgMs: lat === null ? null : toMs(lat[1] as string, lat[2] as string),
+    p50Ms: pct(raw, '50'),
+    p90Ms: pct(raw, '90'),
+    p99Ms: pct(raw, '99'),
+    requests: reqs === null ? null : Number(reqs[1]),
+    socketErrors:
+      se === null
+        ? null
+        : { connect: Number(se[1]), read: Number(se[2]), write: Number(se[3]), timeout: Number(se[4]) },
+    non2xx3xx: non === null ? 0 : Number(non[1]),
+    raw,
+  };
+}
+
+let currentWrk: ChildProcess | null = null;
+
+function runWrk(opts: Options, connections: number, seconds: number, url: string): Promise<WrkResult> {
+  const args = [`-t${Math.min(opts.threads, connections)}`, `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '--latency', url];
+  const [c, a] = withCpus(opts.wrkCpus, WRK_BIN, args);
+  return new Promise((resolve, reject) => {
+    const child = track(spawn(c, a, { stdio: ['ignore', 'pipe', 'pipe'] }));
+    currentWrk = child;
+    let out = '';
+    let err = '';
+    child.stdout?.on('data', (d: Buffer) => (out += d.toString('utf8')));
+    child.stderr?.on('data', (d: Buffer) => (err += d.toString('utf8')));
+    const killer = setTimeout(() => {
+      if (child.pid !== undefined && alive(child)) process.kill(child.pid, 'SIGKILL');
+    }, (seconds + 20) * 1000);
+    child.on('error', (e) => {
+      clearTimeout(killer);
+      currentWrk = null;
+      reject(new Error(`cannot run wrk: ${e.message}`));
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(killer);
+      currentWrk = null;
+      if (code !== 0) {
+        reject(new Error(`wrk exited ${code ?? signal}: ${(err + out).trim()}`));
+        return;
+      }
+      try {
+        resolve(parseWrk(out));
+      } catch (e) {
+        reject(e instanceof Error ? e : new Error(String(e)));
+      }
+    });
+  });
+}
+
+// ---------------------------------------------------------------- machine
+
+function firstLine(cmd: string, args: string[]): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' });
+  if (r.error !== undefined) return 'not available';
+  const text = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim();
+  return text.split('\n')[0] ?? '';
+}
+
+interface Machine {
+  nproc: number;
+  cpuModel: string;
+  memTotalMB: number;
+  kernel: string;
+  node: string;
+  apache: string;
+  nginx: string;
+  wrk: string;
+  plume: string;
+}
+
+function machineInfo(): Machine {
+  let cpuModel = os.cpus()[0]?.model ?? 'unknown';
+  try {
+    const info = fs.readFileSync('/proc/cpuinfo', 'utf8');
+    const m = /^model name\s*:\s*(.+)$/m.exec(info) ?? /^Hardware\s*:\s*(.+)$/m.exec(info);
+    if (m !== null) cpuModel = (m[1] as string).trim();
+  } catch {
+    /* keep os.cpus() */
+  }
+  let plume = 'unknown';
+  try {
+    const pkg: unknown = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
+    if (typeof pkg === 'object' && pkg !== null && 'version' in pkg) plume = String(pkg.version);
+  } catch {
+    /* unknown */
+  }
+  const gitRev = spawnSync('git', ['-C', REPO, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' });
+  if (gitRev.status === 0) plume += ` (${gitRev.stdout.trim()})`;
+  return {
+    nproc: cpuCount(),
+    cpuModel,
+    memTotalMB: Math.round(os.totalmem() / 1048576),
+    kernel: `${os.type()} ${os.release()}`,
+    node: process.version,
+    apache: fs.existsSync(APACHE_BIN) ? firstLine(APACHE_BIN, ['-v']).replace(/^Server version:\s*/, '') : 'Apache not installed',
+    nginx: fs.existsSync(NGINX_BIN) ? firstLine(NGINX_BIN, ['-v']).replace(/^nginx version:\s*/, '') : 'nginx not installed',
+    wrk: firstLine(WRK_BIN, ['-v']).replace(/\s+\[.*$/, ''),
+    plume,
+  };
+}
+
+// ---------------------------------------------------------------- results
+
+interface Row {
+  scenario: ScenarioName;
+  connections: number;
+  server: ServerName;
+  ok: boolean;
+  error?: string;
+  requestsPerSec?: number;
+  latencyAvgMs?: number | null;
+  p50Ms?: number | null;
+  p90Ms?: number | null;
+  p99Ms?: number | null;
+  transferPerSec?: string;
+  requests?: number | null;
+  socketErrors?: WrkResult['socketErrors'];
+  non2xx3xx?: number;
+  peakRssMB?: number;
+  peakPssMB?: number;
+  processes?: number;
+  /** CPU time of the server's process tree during the timed run, % of one core */
+  serverCpuPct?: number;
+  /** CPU time of wrk during the timed run, % of one core (100 = one core saturated) */
+  wrkCpuPct?: number;
+  idleRssMB?: number;
+  responseServerHeader?: string;
+}
+
+interface Ratio {
+  scenario: ScenarioName;
+  connections: number;
+  versus: ServerName;
+  throughput: number | null;
+  p99: number | null;
+  rss: number | null;
+}
+
+const mb = (kb: number): number => Math.round((kb / 1024) * 10) / 10;
+
+function fmtMs(v: number | null | undefined): string {
+  if (v === null || v === undefined) return '-';
+  if (v < 1) return `${(v * 1000).toFixed(0)}us`;
+  if (v < 1000) return `${v.toFixed(2)}ms`;
+  return `${(v / 1000).toFixed(2)}s`;
+}
+
+function fmtRatio(v: number | null): string {
+  return v === null ? 'n/a' : `${v.toFixed(2)}x`;
+}
+
+function table(header: string[], rows: string[][], rightAlign: boolean[]): string {
+  const w = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (rightAlign[i] ? c.padStart(w[i] as number) : c.padEnd(w[i] as number))).join('  ').trimEnd();
+  return [line(header), w.map((n) => '-'.repeat(n)).join('  '), ...rows.map(line)].join('\n');
+}
+
+function ratios(rows: Row[], opts: Options): Ratio[] {
+  const out: Ratio[] = [];
+  const get = (s: ScenarioName, c: number, srv: ServerName): Row | undefined =>
+    rows.find((r) => r.scenario === s && r.connections === c && r.server === srv && r.ok);
+  for (const s of opts.scenarios)
+    for (const c of opts.connections)
+      for (const vs of ['apache', 'bare', 'nginx'] as const) {
+        if (!opts.servers.includes(vs) || !opts.servers.includes('plume')) continue;
+        const p = get(s, c, 'plume');
+        const o = get(s, c, vs);
+        const div = (a: number | null | undefined, b: number | null | undefined): number | null =>
+          a === null || a === undefined || b === null || b === undefined || b === 0 ? null : a / b;
+        out.push({
+          scenario: s,
+          connections: c,
+          versus: vs,
+          throughput: div(p?.requestsPerSec, o?.requestsPerSec),
+          p99: div(p?.p99Ms, o?.p99Ms),
+          rss: div(p?.peakRssMB, o?.peakRssMB),
+        });
+      }
+  return out;
+}
+
+function report(opts: Options, rows: Row[], failures: Record<string, string>): string {
+  const lines: string[] = [];
+  const order = (srv: ServerName): number => opts.servers.indexOf(srv);
+  const sorted = [...rows].sort(
+    (a, b) =>
+      opts.scenarios.indexOf(a.scenario) - opts.scenarios.indexOf(b.scenario) ||
+      a.connections - b.connections ||
+      order(a.server) - order(b.server),
+  );
+  lines.push(
+    table(
+      ['scenario', 'conns', 'server', 'req/s', 'p50', 'p99', 'peak RSS', '(PSS)', 'procs', 'CPU srv', 'CPU wrk', 'errors'],
+      sorted.map((r) => {
+        if (!r.ok)
+          return [r.scenario, String(r.connections), SERVER_LABEL[r.server], '-', '-', '-', '-', '', '', '', '', 'FAILED'];
+        const se = r.socketErrors;
+        const nErr = (se === null || se === undefined ? 0 : se.connect + se.read + se.write + se.timeout) + (r.non2xx3xx ?? 0);
+        return [
+          r.scenario,
+          String(r.connections),
+          SERVER_LABEL[r.server],
+          (r.requestsPerSec ?? 0).toFixed(0),
+          fmtMs(r.p50Ms),
+          fmtMs(r.p99Ms),
+          `${(r.peakRssMB ?? 0).toFixed(1)} MB`,
+          `(${(r.peakPssMB ?? 0).toFixed(1)})`,
+          String(r.processes ?? ''),
+          `${r.serverCpuPct ?? 0}%`,
+          `${r.wrkCpuPct ?? 0}%`,
+          nErr === 0 ? '0' : String(nErr),
+        ];
+      }),
+      [false, true, false, true, true, true, true, true, true, true, true, true],
+    ),
+  );
+  const rs = ratios(rows, opts);
+  if (rs.length > 0) {
+    lines.push('', 'plume relative to the others (req/s: higher is better; p99 and RSS: lower is better)');
+    lines.push(
+      table(
+        ['scenario', 'conns', 'plume vs', 'req/s', 'p99', 'peak RSS'],
+        rs.map((r) => [
+          r.scenario,
+          String(r.connections),
+          SERVER_LABEL[r.versus],
+          fmtRatio(r.throughput),
+          fmtRatio(r.p99),
+          fmtRatio(r.rss),
+        ]),
+        [false, true, false, true, true, true],
+      ),
+    );
+  }
+  const failed = Object.entries(failures);
+  if (failed.length > 0) {
+    lines.push('');
+    for (const [k, v] of failed) lines.push(`${k}: ${v}`);
+  }
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------- main
+
+let site: Site | null = null;
+let keepSite = false;
+let currentServer: ChildProcess | null = null;
+let shuttingDown = false;
+
+async function cleanup(): Promise<void> {
+  if (currentWrk !== null && currentWrk.pid !== undefined && alive(currentWrk)) {
+    try {
+      process.kill(currentWrk.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  if (currentServer !== null) await stopChild(currentServer, 3000);
+  for (const c of [...live]) await stopChild(c, 2000);
+  if (site !== null && !keepSite) fs.rmSync(site.root, { recursive: true, force: true });
+}
+
+function onSignal(sig: NodeJS.Signals): void {
+  if (shuttingDown) return;
+  shuttingDown = true;
+  process.stderr.write(`\nbench: ${sig}, stopping servers\n`);
+  void cleanup().finally(() => process.exit(130));
+}
+
+async function main(): Promise<void> {
+  const opts = parseOptions(process.argv.slice(2));
+  keepSite = opts.keep;
+  if (opts.wrkCpus !== null) {
+    // The runner's own work (sampling /proc every 100 ms) goes on wrk's CPUs, not the server's.
+    spawnSync('taskset', ['-a', '-p', '-c', opts.wrkCpus, String(process.pid)], { stdio: 'ignore' });
+  }
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const machine = machineInfo();
+  const write = (s: string): void => {
+    process.stdout.write(s + '\n');
+  };
+  write(`machine: ${machine.nproc} CPUs, ${machine.cpuModel}, ${machine.memTotalMB} MB RAM, ${machine.kernel}`);
+  write(`node ${machine.node}; ${machine.apache}; ${machine.nginx}; ${machine.wrk}; plume ${machine.plume}`);
+  write(
+    `wrk -t${opts.threads} -c{${opts.connections.join(',')}} -d${opts.durationS}s --latency, ${opts.warmupS}s warm-up; ` +
+      `CPU pinning: ${opts.wrkCpus === null && opts.serverCpus === null ? 'none' : `wrk on CPU ${opts.wrkCpus ?? 'any'}, servers on CPU ${opts.serverCpus ?? 'any'}`}`,
+  );
+  if (!haveCommand(WRK_BIN)) {
+    write('bench: wrk is not installed (apt-get install wrk); nothing measured');
+    return;
+  }
+
+  site = makeSite();
+  const expected: Record<ScenarioName, Buffer> = {
+    '1k': fs.readFileSync(path.join(site.htdocs, '1k.html')),
+    '100k': fs.readFileSync(path.join(site.htdocs, '100k.bin')),
+  };
+  const rows: Row[] = [];
+  const failures: Record<string, string> = {};
+  const perRun = opts.warmupS + opts.durationS + 2;
+  const budgetS = opts.servers.length * (20 + opts.scenarios.length * opts.connections.length * perRun);
+  write(`estimated time: about ${Math.ceil(budgetS / 10) * 10} s (hard limit ${Math.ceil(budgetS * 1.5 + 60)} s)\n`);
+  const hardDeadline = Date.now() + (budgetS * 1.5 + 60) * 1000;
+
+  for (const name of opts.servers) {
+    const fail = (msg: string, scenarios: ScenarioName[] = opts.scenarios): void => {
+      for (const s of scenarios)
+        for (const c of opts.connections)
+          if (!rows.some((r) => r.server === name && r.scenario === s && r.connections === c))
+            rows.push({ scenario: s, connections: c, server: name, ok: false, error: msg });
+    };
+    if (Date.now() > hardDeadline) {
+      failures[name] = 'skipped: benchmark time limit reached';
+      fail(failures[name]);
+      continue;
+    }
+    if (name === 'apache' && !fs.existsSync(APACHE_BIN)) {
+      failures[name] = `not installed (${APACHE_BIN})`;
+      fail(failures[name]);
+      continue;
+    }
+    if (name === 'nginx' && !fs.existsSync(NGINX_BIN)) {
+      failures[name] = `not installed (${NGINX_BIN})`;
+      fail(failures[name]);
+      continue;
+    }
+    write(`== ${SERVER_LABEL[name]}`);
+    let started: Started;
+    let port: number;
+    try {
+      ({ started, port } = await startServer(name, site, opts));
+    } catch (e) {
+      const msg = `failed to start: ${e instanceof Error ? e.message : String(e)}`;
+      failures[name] = msg.length > 1500 ? msg.slice(0, 1500) + '...' : msg;
+      write(`   ${failures[name]}`);
+      fail(failures[name]);
+      continue;
+    }
+    currentServer = started.child;
+    const pid = started.child.pid as number;
+    const idle = new Sampler(pid);
+    idle.take();
+    write(`   started on 127.0.0.1:${port}, pid ${pid}, ${idle.peakProcesses} process(es), idle RSS ${mb(idle.peakRssKB)} MB`);
+    try {
+      for (const scName of opts.scenarios) {
+        const sc = SCENARIOS[scName];
+        let v: Verified;
+        try {
+          v = await verify(port, sc, expected[scName]);
+        } catch (e) {
+          const msg = `failed verification: ${e instanceof Error ? e.message : String(e)}`;
+          failures[`${name} ${scName}`] = msg;
+          write(`   ${scName}: ${msg}`);
+          fail(msg, [scName]);
+          continue;
+        }
+        for (const conns of opts.connections) {
+          if (!alive(started.child)) throw new Error(`server exited: ${failureText(started)}`);
+          if (Date.now() > hardDeadline) throw new Error('benchmark time limit reached');
+          const url = `http://127.0.0.1:${port}/${sc.file}`;
+          try {
+            if (opts.warmupS > 0) await runWrk(opts, conns, opts.warmupS, url);
+            const sampler = new Sampler(pid, () => currentWrk?.pid);
+            sampler.start();
+            let w: WrkResult;
+            try {
+              w = await runWrk(opts, conns, opts.durationS, url);
+            } finally {
+              sampler.stop();
+            }
+            if (!alive(started.child)) throw new Error(`server exited during the run: ${failureText(started)}`);
+            rows.push({
+              scenario: scName,
+              connections: conns,
+              server: name,
+              ok: true,
+              requestsPerSec: w.requestsPerSec,
+              latencyAvgMs: w.latencyAvgMs,
+              p50Ms: w.p50Ms,
+              p90Ms: w.p90Ms,
+              p99Ms: w.p99Ms,
+              transferPerSec: w.transferPerSec,
+              requests: w.requests,
+              socketErrors: w.socketErrors,
+              non2xx3xx: w.non2xx3xx,
+              peakRssMB: mb(sampler.peakRssKB),
+              peakPssMB: mb(sampler.peakPssKB),
+              processes: sampler.peakProcesses,
+              serverCpuPct: sampler.serverCpuPct,
+              wrkCpuPct: sampler.clientCpuPct,
+              idleRssMB: mb(idle.peakRssKB),
+              responseServerHeader: v.server,
+            });
+            const se = w.socketErrors;
+            const errs = se === null ? '' : ` socket errors c${se.connect}/r${se.read}/w${se.write}/t${se.timeout}`;
+            write(
+              `   ${scName.padEnd(4)} c=${String(conns).padEnd(4)} ${w.requestsPerSec.toFixed(0).padStart(7)} req/s  ` +
+                `p99 ${fmtMs(w.p99Ms).padStart(8)}  peak RSS ${mb(sampler.peakRssKB)} MB  ` +
+                `CPU server ${sampler.serverCpuPct}% wrk ${sampler.clientCpuPct}%` +
+                (w.non2xx3xx > 0 ? `  NON-2xx: ${w.non2xx3xx}` : '') +
+                errs,
+            );
+          } catch (e) {
+            const msg = e instanceof Error ? e.message : String(e);
+            if (!alive(started.child)) throw e;
+            failures[`${name} ${scName} c=${conns}`] = msg;
+            write(`   ${scName} c=${conns}: ${msg}`);
+            fail(msg, [scName]);
+          }
+        }
+      }
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      failures[name] = msg;
+      write(`   ${msg}`);
+      fail(msg);
+    } finally {
+      await stopChild(started.child);
+      currentServer = null;
+    }
+  }
+
+  write('');
+  write(report(opts, rows, failures));
+
+  const json = {
+    date: new Date().toISOString(),
+    machine,
+    options: {
+      servers: opts.servers,
+      scenarios: opts.scenarios,
+      connections: opts.connections,
+      durationS: opts.durationS,
+      warmupS: opts.warmupS,
+      wrkThreads: opts.threads,
+      wrkCpus: opts.wrkCpus,
+      serverCpus: opts.serverCpus,
+    },
+    results: rows,
+    ratios: ratios(rows, opts),
+    failures,
+  };
+  fs.mkdirSync(path.dirname(opts.out), { recursive: true });
+  fs.writeFileSync(opts.out, JSON.stringify(json, null, 2) + '\n');
+  write(`\nJSON written to ${path.relative(process.cwd(), opts.out) || opts.out}`);
+  if (opts.keep) write(`site, configs and logs kept in ${site.root}`);
+}
+
+main()
+  .catch((e: unknown) => {
+    process.stderr.write(`bench: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  })
+  .finally(() => {
+    if (!shuttingDown) void cleanup().then(() => process.exit(0));
+  });

@@ -1,0 +1,92 @@
+// The lossless configuration tree: every directive, section, comment and blank line of a
+// file with its position and original text (httpd's ap_directive_t tree, plus trivia so the
+// upgrade assistant can rewrite a file without disturbing what it does not change).
+
+import { splitLogicalLines, ArgCursor, trim } from './lexer.js';
+import { ConfigError } from './errors.js';
+
+export interface ConfigNode {
+  kind: 'directive' | 'section' | 'comment' | 'blank';
+  /** Directive or section name as written (sections without the '<'). */
+  name: string;
+  /** Raw argument text; for sections without the closing '>'. */
+  args: string;
+  file: string;
+  /** Last physical line of the logical line (httpd's line number). */
+  line: number;
+  firstLine: number;
+  /** Physical lines of this node's opening line, as written. */
+  raw: readonly string[];
+  /** Sections: their content. */
+  children?: ConfigNode[];
+  /** Sections: the closing line. */
+  close?: { line: number; raw: readonly string[] };
+  /** Sections: the opening line had no closing '>'. */
+  missingGt?: boolean;
+}
+
+/** Parses a file's text into the lossless tree; throws ConfigError for unbalanced sections. */
+export function parseConfig(source: string, file: string): ConfigNode[] {
+  const lines = splitLogicalLines(source);
+  const root: ConfigNode[] = [];
+  const stack: ConfigNode[] = [];
+  const top = (): ConfigNode[] => (stack.length ? stack[stack.length - 1]!.children! : root);
+  for (const l of lines) {
+    const base = { file, line: l.line, firstLine: l.firstLine, raw: l.raw };
+    if (l.text === '') { top().push({ kind: 'blank', name: '', args: '', ...base }); continue; }
+    if (l.text.startsWith('#')) { top().push({ kind: 'comment', name: '', args: l.text, ...base }); continue; }
+    const cur = new ArgCursor(l.text);
+    const word = cur.word();
+    const rest = cur.rest();
+    if (word.startsWith('</')) {
+      const closeName = word.slice(2).replace(/>$/, '');
+      const open = stack[stack.length - 1];
+      if (!open) {
+        throw new ConfigError(file, l.line, `${word.replace(/>$/, '')}> without matching <${closeName}> section`, 'read');
+      }
+      if (open.name.toLowerCase() !== closeName.toLowerCase()) {
+        throw new ConfigError(file, l.line, `Expected </${open.name}> but saw </${closeName}>`, 'read');
+      }
+      open.close = { line: l.line, raw: l.raw };
+      stack.pop();
+      continue;
+    }
+    if (word.startsWith('<') && word.length > 1) {
+      let name = word.slice(1);
+      let args = rest;
+      let missingGt = false;
+      if (name.endsWith('>') && args === '') {
+        name = name.slice(0, -1);
+      } else {
+        const t = trim(args);
+        if (t.endsWith('>')) args = trim(t.slice(0, -1));
+        else missingGt = true;
+      }
+      const node: ConfigNode = { kind: 'section', name, args, ...base, children: [] };
+      if (missingGt) node.missingGt = true;
+      top().push(node);
+      stack.push(node);
+      continue;
+    }
+    top().push({ kind: 'directive', name: word, args: rest, ...base });
+  }
+  if (stack.length) {
+    const open = stack[stack.length - 1]!;
+    throw new ConfigError(file, open.line, `<${open.name}> was not closed.`, 'read', true);
+  }
+  return root;
+}
+
+/** Serialises a tree back to text exactly (for unchanged nodes) — the upgrade assistant's writer. */
+export function printConfig(nodes: readonly ConfigNode[]): string {
+  const out: string[] = [];
+  const walk = (ns: readonly ConfigNode[]): void => {
+    for (const n of ns) {
+      out.push(...n.raw);
+      if (n.children) walk(n.children);
+      if (n.close) out.push(...n.close.raw);
+    }
+  };
+  walk(nodes);
+  return out.length ? out.join('\n') + '\n' : '';
+}

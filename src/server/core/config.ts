@@ -1,0 +1,246 @@
+// The core module's configuration: per-directory (core_dir_config) and per-server
+// (core_server_config), with httpd's merge rules.
+
+import type { LogLevelConfig } from '../log/levels.js';
+import type { Section } from './sections.js';
+
+// Options bits (httpd's OPT_*).
+export const OPT_NONE = 0;
+export const OPT_INDEXES = 1;
+export const OPT_INCLUDES = 2;
+export const OPT_SYM_LINKS = 4;
+export const OPT_EXECCGI = 8;
+export const OPT_UNSET = 16;
+export const OPT_INC_WITH_EXEC = 32;
+export const OPT_SYM_OWNER = 64;
+export const OPT_MULTI = 128;
+export const OPT_ALL = OPT_INDEXES | OPT_INCLUDES | OPT_INC_WITH_EXEC | OPT_SYM_LINKS | OPT_EXECCGI;
+
+// FileETag bits.
+export const ETAG_UNSET = 0;
+export const ETAG_NONE = 1 << 0;
+export const ETAG_MTIME = 1 << 1;
+export const ETAG_INODE = 1 << 2;
+export const ETAG_SIZE = 1 << 3;
+export const ETAG_DIGEST = 1 << 4;
+export const ETAG_ALL = ETAG_MTIME | ETAG_INODE | ETAG_SIZE;
+/** The 2.4 default: "MTime Size" (INode is no longer included). */
+export const ETAG_BACKWARD = ETAG_MTIME | ETAG_SIZE;
+
+export type OnOff = 'on' | 'off';
+export type HostnameLookups = 'on' | 'off' | 'double';
+export type UseCanonicalName = 'on' | 'off' | 'dns';
+export type ServerSignature = 'off' | 'on' | 'email';
+export type AllowEncodedSlashes = 'off' | 'on' | 'nodecode';
+
+export interface CoreDirConfig {
+  /** Section path (undefined at server level). */
+  readonly d: string | undefined;
+  opts: number;
+  optsAdd: number;
+  optsRemove: number;
+  /** AllowOverride bits (OR_*), with OR_UNSET when never set. */
+  override: number;
+  overrideOpts: number;
+  overrideList: ReadonlySet<string> | undefined;
+  hostnameLookups: HostnameLookups | undefined;
+  useCanonicalName: UseCanonicalName | undefined;
+  useCanonicalPhysicalPort: OnOff | undefined;
+  acceptPathInfo: 'on' | 'off' | 'default' | undefined;
+  /** AddDefaultCharset: undefined unset, null Off, else the charset. */
+  addDefaultCharset: string | null | undefined;
+  /** ForceType / SetHandler; 'none' clears an inherited value. */
+  forceType: string | undefined;
+  handler: string | undefined;
+  errorDocuments: ReadonlyMap<number, string> | undefined;
+  limitRequestBody: number | undefined;
+  limitXmlRequestBody: number | undefined;
+  etagBits: number;
+  etagAdd: number;
+  etagRemove: number;
+  enableSendfile: OnOff | undefined;
+  enableMmap: OnOff | undefined;
+  serverSignature: ServerSignature | undefined;
+  allowEncodedSlashes: AllowEncodedSlashes | undefined;
+  /** <Files> sections declared here (merged by concatenation). */
+  secFile: readonly Section[];
+  /** <If> sections declared here (merged by concatenation). */
+  secIf: readonly Section[];
+  logLevel: LogLevelConfig | undefined;
+  outputFilters: readonly string[] | undefined;
+  inputFilters: readonly string[] | undefined;
+  maxRanges: number | undefined;
+  maxOverlaps: number | undefined;
+  maxReversals: number | undefined;
+  cgiPassAuth: OnOff | undefined;
+  contentDigest: OnOff | undefined;
+  /** Deprecated DefaultType: only ever 'none' (2.4 ignores other values with a warning). */
+  readonly defaultTypeWarned?: boolean;
+}
+
+export function createCoreDirConfig(dir: string | undefined): CoreDirConfig {
+  return {
+    d: dir,
+    // Server level defaults to FollowSymLinks (2.4), sections start unset.
+    opts: dir === undefined ? OPT_UNSET | OPT_SYM_LINKS : OPT_UNSET,
+    optsAdd: OPT_NONE,
+    optsRemove: OPT_NONE,
+    override: dir === undefined ? 32 /* OR_UNSET */ : 32,
+    overrideOpts: OPT_UNSET | OPT_ALL | OPT_SYM_OWNER | OPT_MULTI,
+    overrideList: undefined,
+    hostnameLookups: undefined,
+    useCanonicalName: undefined,
+    useCanonicalPhysicalPort: undefined,
+    acceptPathInfo: undefined,
+    addDefaultCharset: undefined,
+    forceType: undefined,
+    handler: undefined,
+    errorDocuments: undefined,
+    limitRequestBody: undefined,
+    limitXmlRequestBody: undefined,
+    etagBits: ETAG_UNSET,
+    etagAdd: ETAG_UNSET,
+    etagRemove: ETAG_UNSET,
+    enableSendfile: undefined,
+    enableMmap: undefined,
+    serverSignature: undefined,
+    allowEncodedSlashes: undefined,
+    secFile: [],
+    secIf: [],
+    logLevel: undefined,
+    outputFilters: undefined,
+    inputFilters: undefined,
+    maxRanges: undefined,
+    maxOverlaps: undefined,
+    maxReversals: undefined,
+    cgiPassAuth: undefined,
+    contentDigest: undefined,
+  };
+}
+
+/** httpd's merge_core_dir_configs, field by field; a new object, inputs untouched. */
+export function mergeCoreDirConfig(base: Readonly<CoreDirConfig>, add: Readonly<CoreDirConfig>): CoreDirConfig {
+  const pick = <T>(a: T | undefined, b: T | undefined): T | undefined => (a !== undefined ? a : b);
+  let opts: number, optsAdd: number, optsRemove: number;
+  if (add.opts & OPT_UNSET) {
+    // Only +/- options here: apply them to what we inherit.
+    optsAdd = (base.optsAdd & ~add.optsRemove) | add.optsAdd;
+    optsRemove = (base.optsRemove & ~add.optsAdd) | add.optsRemove;
+    opts = (base.opts & ~optsRemove) | optsAdd;
+  } else {
+    // Absolute options replace the inherited ones.
+    opts = add.opts;
+    optsAdd = add.optsAdd;
+    optsRemove = add.optsRemove;
+  }
+  const unsetOverride = (add.override & 32) !== 0;
+  let etagBits: number, etagAdd: number, etagRemove: number;
+  if (add.etagBits === ETAG_UNSET) {
+    etagAdd = (base.etagAdd & ~add.etagRemove) | add.etagAdd;
+    etagRemove = (base.etagRemove & ~add.etagAdd) | add.etagRemove;
+    etagBits = (base.etagBits & ~etagRemove) | etagAdd;
+  } else {
+    etagBits = add.etagBits;
+    etagAdd = add.etagAdd;
+    etagRemove = add.etagRemove;
+  }
+  let errorDocuments = base.errorDocuments;
+  if (add.errorDocuments) {
+    const m = new Map(base.errorDocuments ?? []);
+    for (const [k, v] of add.errorDocuments) m.set(k, v);
+    errorDocuments = m;
+  }
+  return {
+    d: add.d,
+    opts, optsAdd, optsRemove,
+    override: unsetOverride ? base.override : add.override,
+    overrideOpts: unsetOverride ? base.overrideOpts : add.overrideOpts,
+    overrideList: add.overrideList ?? base.overrideList,
+    hostnameLookups: pick(add.hostnameLookups, base.hostnameLookups),
+    useCanonicalName: pick(add.useCanonicalName, base.useCanonicalName),
+    useCanonicalPhysicalPort: pick(add.useCanonicalPhysicalPort, base.useCanonicalPhysicalPort),
+    acceptPathInfo: pick(add.acceptPathInfo, base.acceptPathInfo),
+    addDefaultCharset: add.addDefaultCharset !== undefined ? add.addDefaultCharset : base.addDefaultCharset,
+    forceType: pick(add.forceType, base.forceType),
+    handler: pick(add.handler, base.handler),
+    errorDocuments,
+    limitRequestBody: pick(add.limitRequestBody, base.limitRequestBody),
+    limitXmlRequestBody: pick(add.limitXmlRequestBody, base.limitXmlRequestBody),
+    etagBits, etagAdd, etagRemove,
+    enableSendfile: pick(add.enableSendfile, base.enableSendfile),
+    enableMmap: pick(add.enableMmap, base.enableMmap),
+    serverSignature: pick(add.serverSignature, base.serverSignature),
+    allowEncodedSlashes: pick(add.allowEncodedSlashes, base.allowEncodedSlashes),
+    secFile: add.secFile.length ? base.secFile.concat(add.secFile) : base.secFile,
+    secIf: add.secIf.length ? base.secIf.concat(add.secIf) : base.secIf,
+    logLevel: pick(add.logLevel, base.logLevel),
+    outputFilters: pick(add.outputFilters, base.outputFilters),
+    inputFilters: pick(add.inputFilters, base.inputFilters),
+    maxRanges: pick(add.maxRanges, base.maxRanges),
+    maxOverlaps: pick(add.maxOverlaps, base.maxOverlaps),
+    maxReversals: pick(add.maxReversals, base.maxReversals),
+    cgiPassAuth: pick(add.cgiPassAuth, base.cgiPassAuth),
+    contentDigest: pick(add.contentDigest, base.contentDigest),
+  } satisfies { [K in keyof Required<Omit<CoreDirConfig, 'defaultTypeWarned'>>]: CoreDirConfig[K] };
+}
+
+export type ServerTokens = 'Prod' | 'Major' | 'Minor' | 'Min' | 'OS' | 'Full';
+export type TraceEnable = 'on' | 'off' | 'extended';
+
+export interface CoreServerConfig {
+  documentRoot: string | undefined;
+  /** AccessFileName list (default .htaccess). */
+  accessNames: readonly string[] | undefined;
+  /** <Directory> sections (main server's first, then the vhost's; sorted after config). */
+  secDir: Section[];
+  /** <Location> sections in configuration order. */
+  secUrl: Section[];
+  traceEnable: TraceEnable | undefined;
+  /** HttpProtocolOptions. */
+  strictProtocol: boolean | undefined;
+  allowHttp09: boolean | undefined;
+  registeredMethodsOnly: boolean | undefined;
+  mergeTrailers: boolean | undefined;
+  /** Define'd protocols (Protocols directive). */
+  protocols: readonly string[] | undefined;
+  /** ErrorLogFormat items (compiled by the log module), undefined = default format. */
+  errorLogFormat: string | undefined;
+  /** Absolute path of DocumentRoot as given, for the AH00112 warning. */
+  gprofDir: string | undefined;
+}
+
+export function createCoreServerConfig(): CoreServerConfig {
+  return {
+    documentRoot: undefined,
+    accessNames: undefined,
+    secDir: [],
+    secUrl: [],
+    traceEnable: undefined,
+    strictProtocol: undefined,
+    allowHttp09: undefined,
+    registeredMethodsOnly: undefined,
+    mergeTrailers: undefined,
+    protocols: undefined,
+    errorLogFormat: undefined,
+    gprofDir: undefined,
+  };
+}
+
+export function mergeCoreServerConfig(base: Readonly<CoreServerConfig>, add: Readonly<CoreServerConfig>): CoreServerConfig {
+  const pick = <T>(a: T | undefined, b: T | undefined): T | undefined => (a !== undefined ? a : b);
+  return {
+    documentRoot: pick(add.documentRoot, base.documentRoot),
+    accessNames: pick(add.accessNames, base.accessNames),
+    // A vhost's sections come after the main server's (httpd's merge_core_server_configs).
+    secDir: base.secDir.concat(add.secDir),
+    secUrl: base.secUrl.concat(add.secUrl),
+    traceEnable: pick(add.traceEnable, base.traceEnable),
+    strictProtocol: pick(add.strictProtocol, base.strictProtocol),
+    allowHttp09: pick(add.allowHttp09, base.allowHttp09),
+    registeredMethodsOnly: pick(add.registeredMethodsOnly, base.registeredMethodsOnly),
+    mergeTrailers: pick(add.mergeTrailers, base.mergeTrailers),
+    protocols: pick(add.protocols, base.protocols),
+    errorLogFormat: pick(add.errorLogFormat, base.errorLogFormat),
+    gprofDir: pick(add.gprofDir, base.gprofDir),
+  } satisfies { [K in keyof Required<CoreServerConfig>]: CoreServerConfig[K] };
+}

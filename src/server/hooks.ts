@@ -1,0 +1,103 @@
+// The hook catalogue and runners. Hooks are sorted once per configuration (order constants,
+// then predecessors/successors by module source name); an empty hook is null and costs
+// nothing per request. Runners stay synchronous until a hook returns a promise.
+
+import {
+  DECLINED, OK, HOOK_MIDDLE,
+  type AnyModuleHandle, type MaybePromise, type RequestHook, type RequestHookName, type VoidRequestHook,
+} from './module.js';
+import type { Request } from './request/request.js';
+
+export type HookLists = { [K in RequestHookName]: ((r: Request) => MaybePromise<number | void>)[] | null };
+
+/** Which hooks run first-wins (the rest run all). */
+export const RUN_FIRST: ReadonlySet<RequestHookName> = new Set([
+  'translateName', 'mapToStorage', 'accessCheckerEx', 'checkUserId', 'authChecker', 'typeChecker', 'handler',
+]);
+
+const ALL_HOOKS: RequestHookName[] = [
+  'postReadRequest', 'translateName', 'mapToStorage', 'headerParser', 'accessChecker', 'accessCheckerEx',
+  'checkUserId', 'authChecker', 'typeChecker', 'fixups', 'insertFilter', 'handler', 'logTransaction', 'insertErrorFilter',
+];
+
+interface Entry {
+  fn: (r: Request) => MaybePromise<number | void>;
+  order: number;
+  source: string;
+  pred: readonly string[];
+  succ: readonly string[];
+  seq: number;
+}
+
+/** Sorts every module's hooks once. */
+export function buildHookLists(modules: readonly AnyModuleHandle[]): HookLists {
+  const lists = {} as HookLists;
+  for (const h of ALL_HOOKS) {
+    const entries: Entry[] = [];
+    let seq = 0;
+    for (const m of modules) {
+      const reg = m.decl.hooks?.[h];
+      if (!reg) continue;
+      const e = typeof reg === 'function'
+        ? { fn: reg as (r: Request) => MaybePromise<number | void>, order: HOOK_MIDDLE, pred: [], succ: [] }
+        : { fn: reg.fn as (r: Request) => MaybePromise<number | void>, order: reg.order ?? HOOK_MIDDLE, pred: reg.predecessors ?? [], succ: reg.successors ?? [] };
+      entries.push({ ...e, source: m.decl.source, seq: seq++ });
+    }
+    lists[h] = entries.length ? topoSort(entries).map((e) => e.fn) : null;
+  }
+  return lists;
+}
+
+/** Stable sort by order, then honour predecessor/successor constraints (apr_hook_sort). */
+function topoSort(entries: Entry[]): Entry[] {
+  const sorted = entries.slice().sort((a, b) => a.order - b.order || a.seq - b.seq);
+  const out: Entry[] = [];
+  const placed = new Set<Entry>();
+  const before = (a: Entry, b: Entry): boolean => b.pred.includes(a.source) || a.succ.includes(b.source);
+  while (out.length < sorted.length) {
+    const next = sorted.find((e) => !placed.has(e) && !sorted.some((o) => o !== e && !placed.has(o) && before(o, e)));
+    const pick = next ?? sorted.find((e) => !placed.has(e))!;
+    placed.add(pick);
+    out.push(pick);
+  }
+  return out;
+}
+
+/** Run-first: the first result other than DECLINED. */
+export function runFirst(list: HookLists[RequestHookName], r: Request): MaybePromise<number> {
+  if (list === null) return DECLINED;
+  for (let i = 0; i < list.length; i++) {
+    const v = list[i]!(r);
+    if (typeof v !== 'number') {
+      if (v === undefined) continue;
+      return v.then((res) => (res !== DECLINED && res !== undefined ? res : runFirst(list.slice(i + 1), r)));
+    }
+    if (v !== DECLINED) return v;
+  }
+  return DECLINED;
+}
+
+/** Run-all: OK unless a hook returns something other than OK or DECLINED. */
+export function runAll(list: HookLists[RequestHookName], r: Request): MaybePromise<number> {
+  if (list === null) return OK;
+  for (let i = 0; i < list.length; i++) {
+    const v = list[i]!(r);
+    if (typeof v !== 'number') {
+      if (v === undefined) continue;
+      return v.then((res) => (res !== OK && res !== DECLINED && res !== undefined ? res : runAll(list.slice(i + 1), r)));
+    }
+    if (v !== OK && v !== DECLINED) return v;
+  }
+  return OK;
+}
+
+/** Void hooks (insert_filter): run every one. */
+export function runVoid(list: HookLists[RequestHookName], r: Request): MaybePromise<void> {
+  if (list === null) return;
+  for (let i = 0; i < list.length; i++) {
+    const v = list[i]!(r);
+    if (v !== undefined && typeof v !== 'number') return v.then(() => runVoid(list.slice(i + 1), r));
+  }
+}
+
+export type { RequestHook, VoidRequestHook };

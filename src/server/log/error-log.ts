@@ -1,0 +1,87 @@
+// The error log: httpd's default line format
+//   [Sun Nov 22 01:45:49.807104 2026] [module:level] [pid N:tid N] (errno)text: [client ip:port] AHnnnnn: message, referer: X
+// or a compiled ErrorLogFormat, written to the server's ErrorLog target.
+
+import { aprCtime, nowMicros } from './time.js';
+import { levelName } from './levels.js';
+import type { LogSink } from './log-writer.js';
+
+export interface ErrorLogEntry {
+  readonly module: string;
+  readonly level: number;
+  /** The message, with its "AHnnnnn: " tag when it has one. */
+  readonly message: string;
+  /** An OS error, printed "(2)No such file or directory: ". */
+  readonly errno?: { readonly code: number; readonly text: string } | undefined;
+  readonly client?: { readonly ip: string; readonly port: number } | undefined;
+  readonly referer?: string | undefined;
+  /** The request or connection the entry belongs to, for ErrorLogFormat items. */
+  readonly context?: ErrorLogContext | undefined;
+}
+
+/** What ErrorLogFormat items may read about the request/connection. */
+export interface ErrorLogContext {
+  readonly localIp?: string;
+  readonly localPort?: number;
+  readonly requestHeader?: (name: string) => string | undefined;
+  readonly env?: (name: string) => string | undefined;
+  readonly note?: (name: string) => string | undefined;
+  readonly connectionId?: string;
+  readonly requestId?: string;
+  readonly serverName?: string;
+  readonly canonicalName?: string;
+  readonly keepalives?: number;
+  readonly logId?: string;
+}
+
+export type ErrorLogFormatter = (e: ErrorLogEntry, micros: number) => string | null;
+
+const pid = process.pid;
+
+export function formatDefault(e: ErrorLogEntry, micros: number): string {
+  let s = `[${aprCtime(micros)}] [${e.module}:${levelName(e.level)}] [pid ${pid}:tid ${pid}] `;
+  if (e.errno) s += `(${e.errno.code})${e.errno.text}: `;
+  if (e.client) s += `[client ${e.client.ip}:${e.client.port}] `;
+  s += e.message;
+  if (e.referer) s += `, referer: ${e.referer}`;
+  return s;
+}
+
+export class ErrorLog {
+  constructor(
+    readonly sink: LogSink,
+    private readonly formatter: ErrorLogFormatter = formatDefault,
+  ) {}
+  write(e: ErrorLogEntry): void {
+    const line = this.formatter(e, nowMicros());
+    if (line !== null) this.sink.write(line + '\n');
+  }
+  withFormatter(f: ErrorLogFormatter): ErrorLog {
+    return new ErrorLog(this.sink, f);
+  }
+}
+
+/** errno numbers for the Node error codes httpd messages mention. */
+const ERRNO: Record<string, [number, string]> = {
+  ENOENT: [2, 'No such file or directory'],
+  EACCES: [13, 'Permission denied'],
+  ENOTDIR: [20, 'Not a directory'],
+  EISDIR: [21, 'Is a directory'],
+  ELOOP: [40, 'Too many levels of symbolic links'],
+  EADDRINUSE: [98, 'Address already in use'],
+  EADDRNOTAVAIL: [99, 'Cannot assign requested address'],
+  ENAMETOOLONG: [36, 'File name too long'],
+  EPERM: [1, 'Operation not permitted'],
+  EMFILE: [24, 'Too many open files'],
+  ECONNRESET: [104, 'Connection reset by peer'],
+  EPIPE: [32, 'Broken pipe'],
+  ETIMEDOUT: [110, 'Connection timed out'],
+  EINVAL: [22, 'Invalid argument'],
+};
+
+export function errnoOf(err: unknown): { code: number; text: string } | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return undefined;
+  const e = ERRNO[code];
+  return e ? { code: e[0], text: e[1] } : { code: 0, text: code };
+}

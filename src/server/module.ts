@@ -1,0 +1,197 @@
+// The plume module API: what an Apache module declares (directive table, per-server and
+// per-directory configuration with create/merge, hooks, providers, handlers, filters).
+// Mirrors httpd's `module` struct and `command_rec` tables (include/http_config.h), typed.
+
+import type { Request } from './request/request.js';
+import type { CmdParms } from './config/cmd.js';
+import type { ServerRec } from './server-rec.js';
+import type { ConfigContext } from './config/context.js';
+import type { FilterSpec } from './filters.js';
+
+/** The plume module API version ("module magic number" major). A third-party module built
+ *  for another major is refused, as httpd refuses a module built for another MMN. */
+export const MODULE_API_VERSION = 20261101;
+
+// ---- directive argument shapes (httpd's cmd_how) ----------------------------------------
+export type ArgShape =
+  | 'NO_ARGS' | 'FLAG' | 'RAW_ARGS' | 'TAKE_ARGV'
+  | 'TAKE1' | 'TAKE2' | 'TAKE3' | 'TAKE12' | 'TAKE13' | 'TAKE23' | 'TAKE123'
+  | 'ITERATE' | 'ITERATE2';
+
+/** The arguments a handler receives for a given shape; a wrong arity does not compile. */
+export type ArgsFor<S extends ArgShape> =
+  S extends 'NO_ARGS' ? [] :
+  S extends 'FLAG' ? [on: boolean] :
+  S extends 'RAW_ARGS' ? [raw: string] :
+  S extends 'TAKE_ARGV' ? [argv: string[]] :
+  S extends 'TAKE1' ? [a: string] :
+  S extends 'TAKE2' ? [a: string, b: string] :
+  S extends 'TAKE3' ? [a: string, b: string, c: string] :
+  S extends 'TAKE12' ? [a: string, b: string | undefined] :
+  S extends 'TAKE13' ? [a: string, b: string | undefined, c: string | undefined] :
+  S extends 'TAKE23' ? [a: string, b: string, c: string | undefined] :
+  S extends 'TAKE123' ? [a: string, b: string | undefined, c: string | undefined] :
+  S extends 'ITERATE' ? [each: string] :
+  S extends 'ITERATE2' ? [first: string, each: string] :
+  never;
+
+// ---- where a directive may appear (httpd's req_override bits) ---------------------------
+export const OR_NONE = 0;
+export const OR_LIMIT = 1;
+export const OR_OPTIONS = 2;
+export const OR_FILEINFO = 4;
+export const OR_AUTHCFG = 8;
+export const OR_INDEXES = 16;
+export const OR_UNSET = 32;
+export const ACCESS_CONF = 64;
+export const RSRC_CONF = 128;
+export const EXEC_ON_READ = 256;
+export const NONFATAL_OVERRIDE = 512;
+export const NONFATAL_UNKNOWN = 1024;
+export const NONFATAL_ALL = NONFATAL_OVERRIDE | NONFATAL_UNKNOWN;
+export const OR_ALL = OR_LIMIT | OR_OPTIONS | OR_FILEINFO | OR_AUTHCFG | OR_INDEXES;
+
+/** A directive handler: returns Apache's error text, or nothing on success. */
+export type DirectiveHandler<S extends ArgShape, SC, DC> =
+  (cmd: CmdParms<SC, DC>, ...args: ArgsFor<S>) => string | undefined | void;
+
+export interface DirectiveSpec<SC, DC, S extends ArgShape = ArgShape> {
+  readonly name: string;
+  readonly args: S;
+  /** req_override bits: RSRC_CONF, ACCESS_CONF, OR_* and EXEC_ON_READ. */
+  readonly where: number;
+  readonly help: string;
+  readonly handler: DirectiveHandler<S, SC, DC>;
+  /** A section directive (`<Directory ...>`): the handler walks the children itself. */
+  readonly section?: boolean;
+}
+
+/** Declares one directive; the shape literal types the handler's parameters. */
+export function directive<SC, DC, S extends ArgShape>(spec: DirectiveSpec<SC, DC, S>): DirectiveSpec<SC, DC, ArgShape> {
+  return spec as unknown as DirectiveSpec<SC, DC, ArgShape>;
+}
+
+// ---- hooks -----------------------------------------------------------------------------
+/** Hook and handler results, as in httpd: OK, DECLINED, DONE, or an HTTP status. */
+export const OK = 0;
+export const DECLINED = -1;
+export const DONE = -2;
+export type HookResult = number;
+export type MaybePromise<T> = T | Promise<T>;
+export type RequestHook = (r: Request) => MaybePromise<HookResult>;
+export type VoidRequestHook = (r: Request) => MaybePromise<void>;
+
+/** Ordering within a hook, as httpd's APR_HOOK_* constants. */
+export const HOOK_REALLY_FIRST = -10;
+export const HOOK_FIRST = 0;
+export const HOOK_MIDDLE = 10;
+export const HOOK_LAST = 20;
+export const HOOK_REALLY_LAST = 30;
+
+export interface HookOrder {
+  order?: number;
+  /** Module source names (mod_x.c) that must run before / after this one. */
+  predecessors?: readonly string[];
+  successors?: readonly string[];
+}
+
+/** The request hooks, each run-first (first non-DECLINED wins) or run-all (until error). */
+export interface RequestHooks {
+  postReadRequest: RequestHook;      // run-all
+  translateName: RequestHook;        // run-first
+  mapToStorage: RequestHook;         // run-first
+  headerParser: RequestHook;         // run-all
+  accessChecker: RequestHook;        // run-all (satisfy-all part of access)
+  accessCheckerEx: RequestHook;      // run-first (2.4 access_checker_ex)
+  checkUserId: RequestHook;          // run-first (authn)
+  authChecker: RequestHook;          // run-first (authz)
+  typeChecker: RequestHook;          // run-first
+  fixups: RequestHook;               // run-all
+  insertFilter: VoidRequestHook;     // run-all
+  handler: RequestHook;              // run-first
+  logTransaction: RequestHook;       // run-all
+  insertErrorFilter: VoidRequestHook;// run-all
+}
+export type RequestHookName = keyof RequestHooks;
+
+export type HookRegistration = {
+  [K in RequestHookName]?: RequestHooks[K] | { fn: RequestHooks[K]; order?: number; predecessors?: readonly string[]; successors?: readonly string[] };
+};
+
+/** Configuration-time hooks (pre_config, post_config, child_init...). */
+export interface ConfigHooks {
+  /** Before the configuration is read: reset module-global state. */
+  preConfig?(ctx: ConfigContext): void;
+  /** After every directive ran: check and precompute; return an error text to refuse to start. */
+  postConfig?(ctx: ConfigContext): string | undefined | void | Promise<string | undefined | void>;
+  /** In each serving process after startup (workers, or the single -X process). */
+  childInit?(ctx: ConfigContext): void | Promise<void>;
+  /** On shutdown or restart of this configuration generation. */
+  cleanup?(ctx: ConfigContext): void | Promise<void>;
+}
+
+// ---- providers (authn, authz, ...) -----------------------------------------------------
+/** Provider groups; modules add their own groups by declaration merging. */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface ProviderGroups {}
+export type ProviderGroupName = keyof ProviderGroups;
+
+export interface ProviderDecl<G extends ProviderGroupName = ProviderGroupName> {
+  group: G;
+  name: string;
+  version: string;
+  provider: ProviderGroups[G];
+}
+
+// ---- the module itself -------------------------------------------------------------------
+export interface ModuleDecl<SC = unknown, DC = unknown> {
+  /** The module symbol used by LoadModule and <IfModule>: `authz_core_module`. */
+  readonly name: string;
+  /** The source name used by <IfModule> and -l: `mod_authz_core.c`. */
+  readonly source: string;
+  /** Module API version it was built for: must equal MODULE_API_VERSION. */
+  readonly apiVersion: number;
+  readonly createServerConfig?: (s: ServerRec) => SC;
+  readonly mergeServerConfig?: (base: Readonly<SC>, add: Readonly<SC>) => SC;
+  readonly createDirConfig?: (path: string | undefined) => DC;
+  /** Without a merge the more specific section's configuration replaces the parent's whole. */
+  readonly mergeDirConfig?: (base: Readonly<DC>, add: Readonly<DC>) => DC;
+  readonly directives?: readonly DirectiveSpec<SC, DC>[];
+  readonly hooks?: HookRegistration;
+  readonly configHooks?: ConfigHooks;
+  readonly providers?: readonly ProviderDecl[];
+  /** Output filters by name (AddOutputFilter, SetOutputFilter, ap_add_output_filter). */
+  readonly filters?: readonly FilterSpec[];
+}
+
+/** A module as the server holds it: the declaration plus its index in config vectors. */
+export interface LoadedModule<SC = unknown, DC = unknown> {
+  readonly decl: ModuleDecl<SC, DC>;
+  readonly index: number;
+}
+
+/** Declares a module. The returned handle gives typed access to its configuration:
+ *  `mod.dir(r)`, `mod.server(s)`, with the one cast living here. */
+export function defineModule<SC, DC>(decl: ModuleDecl<SC, DC>): ModuleHandle<SC, DC> {
+  return new ModuleHandle(decl);
+}
+
+export class ModuleHandle<SC, DC> {
+  /** Index in configuration vectors; assigned once when the catalogue is built. */
+  index = -1;
+  constructor(readonly decl: ModuleDecl<SC, DC>) {}
+  /** This module's merged per-directory configuration for the request. */
+  dir(r: { perDirConfig: readonly unknown[] }): DC {
+    return r.perDirConfig[this.index] as DC;
+  }
+  /** This module's per-directory configuration in a raw vector (a section or .htaccess). */
+  dirIn(vec: readonly unknown[]): DC | undefined {
+    return vec[this.index] as DC | undefined;
+  }
+  /** This module's per-server configuration. */
+  server(s: { moduleConfig: readonly unknown[] }): SC {
+    return s.moduleConfig[this.index] as SC;
+  }
+}
+
+export type AnyModuleHandle = ModuleHandle<unknown, unknown>;

@@ -1,0 +1,152 @@
+// The request record (httpd's request_rec) and connection record (conn_rec). Every field is
+// initialised in the constructor so the objects keep one shape on the hot path.
+
+import type { Stats } from 'node:fs';
+import { HeaderTable } from './headers.js';
+import type { ServerRec } from '../server-rec.js';
+import type { Runtime } from '../runtime.js';
+import type { FilterInstance, Brigade } from '../filters.js';
+import { DEFAULT_LOG_LEVEL, levelFor, type LogLevelConfig } from '../log/levels.js';
+import type { MaybePromise } from '../module.js';
+
+export interface ConnRec {
+  readonly id: number;
+  readonly remoteIp: string;
+  readonly remotePort: number;
+  readonly localIp: string;
+  readonly localPort: number;
+  /** Requests served on this connection before the current one. */
+  keepalives: number;
+  /** Whether the connection stays open after this response. */
+  keepAlive: boolean;
+  aborted: boolean;
+  /** The client's host name once looked up (HostnameLookups / Require host). */
+  remoteHost: string | undefined;
+  /** Bytes read and written for mod_logio (%I %O) of the current request. */
+  bytesIn: number;
+  bytesOut: number;
+  /** Connection-level notes (e.g. the base server for this address:port). */
+  readonly notes: Map<string, string>;
+  /** The server chosen by address before name-based selection. */
+  baseServer: ServerRec;
+}
+
+/** The request body, read on demand (httpd's input filter chain reduced to what HTTP needs). */
+export interface RequestBody {
+  /** Declared Content-Length, or -1 for chunked. */
+  readonly length: number;
+  readonly chunked: boolean;
+  /** Reads the whole body (honouring LimitRequestBody: rejects with status 413). */
+  read(limit: number): Promise<Buffer>;
+  /** Reads and drops the body (ap_discard_request_body); resolves to an HTTP status or OK. */
+  discard(limit: number): Promise<number>;
+  /** True once the body has been consumed. */
+  readonly done: boolean;
+}
+
+export type AcceptPathInfo = 'default' | 'on' | 'off';
+
+export class Request {
+  // ---- identity and request line -------------------------------------------------------
+  theRequest = '';
+  method = 'GET';
+  protocol = 'HTTP/1.1';
+  /** 1000 * major + minor (HTTP/1.1 = 1001, HTTP/0.9 = 9). */
+  protoNum = 1001;
+  /** HTTP/0.9: no status line or headers in the response. */
+  assbackwards = false;
+  headerOnly = false;
+  unparsedUri = '';
+  /** The decoded, normalised URL path. */
+  uri = '';
+  /** The query string (without '?'), undefined when there was none. */
+  args: string | undefined = undefined;
+  hostname = '';
+  /** Host header port when given. */
+  parsedPort = 0;
+  requestTime = 0;          // ms since epoch
+  startMicros = 0;
+
+  // ---- headers and tables --------------------------------------------------------------
+  headersIn = new HeaderTable();
+  headersOut = new HeaderTable();
+  errHeadersOut = new HeaderTable();
+  subprocessEnv = new Map<string, string>();
+  notes = new Map<string, string>();
+
+  // ---- mapping --------------------------------------------------------------------------
+  filename = '';
+  canonicalFilename = '';
+  pathInfo = '';
+  finfo: Stats | null = null;
+  usedPathInfo: AcceptPathInfo = 'default';
+  /** Per-directory configuration vector for this request (merged). */
+  perDirConfig: unknown[] = [];
+  /** Section ids merged, for the merge cache key and `plume explain`. */
+  matchedSections: number[] = [];
+
+  // ---- content --------------------------------------------------------------------------
+  contentType: string | undefined = undefined;
+  handler: string | undefined = undefined;
+  contentEncoding: string | undefined = undefined;
+  contentLanguages: string[] = [];
+  /** File modification time for Last-Modified (ms), 0 = none. */
+  mtime = 0;
+  clength = -1;
+
+  // ---- outcome ----------------------------------------------------------------------------
+  status = 200;
+  statusLine: string | undefined = undefined;
+  user: string | undefined = undefined;
+  apAuthType: string | undefined = undefined;
+  bytesSent = 0;
+  /** Set when the response head has gone out. */
+  headersSent = false;
+  /** Set when EOS passed through the chain. */
+  eosSent = false;
+  /** The response is not to be cached/revalidated with a local copy (ap_meets_conditions). */
+  noLocalCopy = false;
+  /** ErrorDocument recursion guard and error state. */
+  errorResponseSent = false;
+  logLevel: LogLevelConfig = DEFAULT_LOG_LEVEL;
+  /** Expect: 100-continue and not yet answered. */
+  expecting100 = false;
+  readBodyCalled = false;
+
+  // ---- relations -------------------------------------------------------------------------
+  prev: Request | null = null;
+  next: Request | null = null;
+  main: Request | null = null;
+  body: RequestBody | null = null;
+
+  // ---- output ------------------------------------------------------------------------------
+  outputFilters: FilterInstance[] = [];
+  /** The first filter of the linked chain (set when the response starts). */
+  filterHead: FilterInstance | null = null;
+
+  constructor(
+    readonly rt: Runtime,
+    readonly connection: ConnRec,
+    public server: ServerRec,
+  ) {}
+
+  isInitialReq(): boolean {
+    return this.main === null && this.prev === null;
+  }
+
+  /** Whether a module's message at this level would be logged (check before formatting). */
+  wantsLog(module: string, level: number): boolean {
+    return level <= levelFor(this.logLevel, module);
+  }
+
+  /** Logs a request message with the client address, as ap_log_rerror. */
+  log(module: string, level: number, message: string, err?: { code: number; text: string }): void {
+    if (level > levelFor(this.logLevel, module)) return;
+    this.rt.logRequest(this, module, level, message, err);
+  }
+
+  /** Sends a brigade down the output filter chain (ap_pass_brigade on r->output_filters). */
+  write(bb: Brigade): MaybePromise<void> {
+    return this.rt.writeResponse(this, bb);
+  }
+}

@@ -1,0 +1,1127 @@
+/**
+ * Conformance harness: shared logic for recording cases against real Apache
+ * httpd (record.ts) and replaying them against plume (conformance.test.ts).
+ *
+ * A case (test/conformance/cases/<group>/<name>.json) describes a config, a
+ * set of files and a list of raw-TCP requests. The harness materialises it
+ * into a fresh temp dir, starts a server, sends the requests, parses the
+ * responses, collects the log lines written while serving each request,
+ * normalises everything that legitimately varies between runs (dates, ports,
+ * the temp dir, pids, inode numbers, multipart boundaries) and returns a
+ * CaseResult that can be written as the expected file or compared with one.
+ */
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+// ---------------------------------------------------------------------------
+// Locations
+// ---------------------------------------------------------------------------
+
+/** Repo root: this file is dist/test/conformance/harness.js → up 3. */
+export const REPO_ROOT: string = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export const CASES_DIR: string = path.join(REPO_ROOT, 'test', 'conformance', 'cases');
+export const EXPECTED_DIR: string = path.join(REPO_ROOT, 'test', 'conformance', 'expected');
+export const APACHE_BIN = '/usr/sbin/apache2';
+
+// ---------------------------------------------------------------------------
+// Case format
+// ---------------------------------------------------------------------------
+
+/**
+ * A file to materialise. A plain string is the file's content. Keys ending in
+ * "/" are directories whatever the value. Placeholders (@ROOT@, @PORT@,
+ * @PORT2@) are substituted in contents and symlink targets.
+ */
+export type FileSpec = string | FileObjectSpec;
+
+export interface FileObjectSpec {
+  /** Literal text content. */
+  content?: string;
+  /** Binary content, base64. */
+  base64?: string;
+  /** `repeat` repeated `count` times. */
+  repeat?: string;
+  count?: number;
+  /** Make a symlink pointing at this target (relative or absolute). */
+  symlink?: string;
+  /** Make a directory. */
+  dir?: boolean;
+  /** Octal permission string, e.g. "0600" (defaults: files 0644, dirs 0755). */
+  mode?: string;
+}
+
+export interface RequestSpec {
+  /** Raw bytes to send (placeholders substituted). An array is sent in parts, `gapMs` apart. */
+  raw?: string | string[];
+  method?: string;
+  path?: string;
+  /** Protocol for built requests; default HTTP/1.1. */
+  version?: string;
+  headers?: [string, string][];
+  body?: string;
+  /** Local address to bind (e.g. 127.0.0.2). */
+  client?: string;
+  /** Target port, "@PORT@" (default) or "@PORT2@" or a literal number. */
+  port?: string;
+  /** Number of responses to read from the connection for this request (default 1). */
+  responses?: number;
+  /** Gap between raw parts in ms (default 300). */
+  gapMs?: number;
+  /** Half-close (FIN) the client side after sending. */
+  end?: boolean;
+  /** Give up reading after this many ms (default 5000). */
+  timeoutMs?: number;
+}
+
+export interface CaseSpec {
+  /** One line: what Apache behaviour this pins. */
+  title: string;
+  /** httpd.conf lines after the standard preamble (or the whole file when preamble is false). */
+  conf: string[];
+  /** Default true. */
+  preamble?: boolean;
+  files?: Record<string, FileSpec>;
+  requests: RequestSpec[];
+  /** All requests go over one connection. */
+  keepAlive?: boolean;
+  /** Compare error-log and access-log lines (default true). */
+  logLines?: boolean;
+  /** Extra log files (relative to @ROOT@) to collect per request, e.g. per-vhost logs. */
+  extraLogs?: string[];
+  /** Where the specification deliberately differs from Apache. */
+  specOverride?: SpecOverride;
+}
+
+export interface SpecOverride {
+  reason: string;
+  expected: ExpectedOverride;
+}
+
+/**
+ * A partial expected result. Top-level keys replace Apache's; `requests` is
+ * merged index by index (null = keep Apache's), and inside a request
+ * `responses` is merged index by index, field by field.
+ */
+export interface ExpectedOverride {
+  startup?: StartupFailure | null;
+  stderr?: string[];
+  requests?: (StepOverride | null)[];
+}
+
+export interface StepOverride {
+  responses?: (Partial<RecordedResponse> | null)[];
+  errorLog?: string[];
+  accessLog?: string[];
+  otherLogs?: Record<string, string[]>;
+}
+
+export interface LoadedCase {
+  id: string;
+  file: string;
+  spec: CaseSpec;
+}
+
+// ---------------------------------------------------------------------------
+// Result format (what expected/<id>.json holds)
+// ---------------------------------------------------------------------------
+
+export interface RecordedResponse {
+  /** 1xx interim status lines received before the final response. */
+  interim?: string[];
+  /** Null when no status line came (nothing at all, or an HTTP/0.9 style reply). */
+  statusLine: string | null;
+  headers: [string, string][];
+  /** Body (chunked encoding removed); base64 when bodyBase64 is true. */
+  body: string;
+  bodyBase64?: boolean;
+  /** Set when the response did not complete: "closed" or "timeout". */
+  incomplete?: string;
+}
+
+export interface RecordedStep {
+  /** First line of the request, for readability only (not compared). */
+  request: string;
+  responses: RecordedResponse[];
+  errorLog: string[];
+  accessLog: string[];
+  otherLogs?: Record<string, string[]>;
+}
+
+export interface StartupFailure {
+  exitCode: number | null;
+  stderr: string[];
+}
+
+export interface CaseResult {
+  /** Present when the server did not come up. */
+  startup?: StartupFailure;
+  /** stderr lines written while starting (when it did come up). */
+  stderr?: string[];
+  requests?: RecordedStep[];
+}
+
+export interface ExpectedFile extends CaseResult {
+  case: string;
+  title: string;
+  recordedWith: string;
+}
+
+// ---------------------------------------------------------------------------
+// Preamble and placeholders
+// ---------------------------------------------------------------------------
+
+export const PREAMBLE: string[] = [
+  'ServerRoot "@ROOT@"',
+  'Listen 127.0.0.1:@PORT@',
+  'LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so',
+  '<IfModule !unixd_module>',
+  '  LoadModule unixd_module /usr/lib/apache2/modules/mod_unixd.so',
+  '</IfModule>',
+  'LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so',
+  'LoadModule mime_module /usr/lib/apache2/modules/mod_mime.so',
+  'LoadModule dir_module /usr/lib/apache2/modules/mod_dir.so',
+  'User nobody',
+  'Group nogroup',
+  'ServerName localhost',
+  'PidFile @ROOT@/logs/httpd.pid',
+  'ErrorLog @ROOT@/logs/error_log',
+  'LogLevel warn',
+  'LogFormat "%h %l %u \\"%r\\" %>s %b" plume_case',
+  'CustomLog @ROOT@/logs/access_log plume_case',
+  'TypesConfig /etc/mime.types',
+  'DocumentRoot "@ROOT@/htdocs"',
+];
+
+/** Fixed mtime for every materialised file and directory. */
+export const FIXED_MTIME = new Date('2026-01-02T03:04:05Z');
+
+export interface Placeholders {
+  root: string;
+  port: number;
+  port2: number;
+}
+
+export function substitute(s: string, ph: Placeholders): string {
+  return s.split('@ROOT@').join(ph.root).split('@PORT2@').join(String(ph.port2)).split('@PORT@').join(String(ph.port));
+}
+
+// ---------------------------------------------------------------------------
+// Loading cases
+// ---------------------------------------------------------------------------
+
+function isStringPair(v: unknown): v is [string, string] {
+  return Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string';
+}
+
+function validateCase(id: string, v: unknown): CaseSpec {
+  const fail = (msg: string): never => {
+    throw new Error(`case ${id}: ${msg}`);
+  };
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) fail('not an object');
+  const o = v as Record<string, unknown>;
+  if (typeof o.title !== 'string' || o.title === '') fail('missing title');
+  if (!Array.isArray(o.conf) || !o.conf.every((l) => typeof l === 'string')) fail('conf must be an array of strings');
+  if (!Array.isArray(o.requests)) fail('requests must be an array');
+  const known = new Set(['title', 'conf', 'preamble', 'files', 'requests', 'keepAlive', 'logLines', 'extraLogs', 'specOverride']);
+  for (const k of Object.keys(o)) if (!known.has(k)) fail(`unknown key ${k}`);
+  for (const [i, r] of (o.requests as unknown[]).entries()) {
+    if (typeof r !== 'object' || r === null) fail(`request ${i} not an object`);
+    const rq = r as Record<string, unknown>;
+    if (rq.raw === undefined && (typeof rq.method !== 'string' || typeof rq.path !== 'string')) {
+      fail(`request ${i} needs raw or method+path`);
+    }
+    if (rq.headers !== undefined && !(Array.isArray(rq.headers) && rq.headers.every(isStringPair))) {
+      fail(`request ${i} headers must be [name, value] pairs`);
+    }
+  }
+  if (o.files !== undefined && (typeof o.files !== 'object' || o.files === null)) fail('files must be an object');
+  return o as unknown as CaseSpec;
+}
+
+export function loadCases(filter?: string): LoadedCase[] {
+  const out: LoadedCase[] = [];
+  if (!fs.existsSync(CASES_DIR)) return out;
+  for (const group of fs.readdirSync(CASES_DIR).sort()) {
+    const gdir = path.join(CASES_DIR, group);
+    if (!fs.statSync(gdir).isDirectory()) continue;
+    for (const f of fs.readdirSync(gdir).sort()) {
+      if (!f.endsWith('.json')) continue;
+      const id = `${group}/${f.slice(0, -5)}`;
+      if (filter !== undefined && filter !== '' && !id.includes(filter)) continue;
+      const file = path.join(gdir, f);
+      const parsed: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+      out.push({ id, file, spec: validateCase(id, parsed) });
+    }
+  }
+  return out;
+}
+
+export function expectedPath(id: string): string {
+  return path.join(EXPECTED_DIR, `${id}.json`);
+}
+
+export function loadExpected(id: string): ExpectedFile | null {
+  const p = expectedPath(id);
+  if (!fs.existsSync(p)) return null;
+  return JSON.parse(fs.readFileSync(p, 'utf8')) as ExpectedFile;
+}
+
+// ---------------------------------------------------------------------------
+// Ports
+// ---------------------------------------------------------------------------
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen({ host: '127.0.0.1', port, exclusive: true }, () => {
+      srv.close(() => resolve(true));
+    });
+  });
+}
+
+/** A free port in 20000-29999 (always five digits, so lengths are stable). */
+export async function freePort(exclude: number[] = []): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const p = 20000 + Math.floor(Math.random() * 10000);
+    if (exclude.includes(p)) continue;
+    if (await portIsFree(p)) return p;
+  }
+  throw new Error('no free port found');
+}
+
+// ---------------------------------------------------------------------------
+// Materialising a case
+// ---------------------------------------------------------------------------
+
+export interface Materialised {
+  ph: Placeholders;
+  /** Hex inode numbers of every materialised file/dir (for ETag normalisation). */
+  inodes: string[];
+}
+
+function fileContent(spec: FileSpec, ph: Placeholders): Buffer | null {
+  if (typeof spec === 'string') return Buffer.from(substitute(spec, ph), 'utf8');
+  if (spec.base64 !== undefined) return Buffer.from(spec.base64, 'base64');
+  if (spec.repeat !== undefined) return Buffer.from(substitute(spec.repeat, ph).repeat(spec.count ?? 1), 'utf8');
+  if (spec.content !== undefined) return Buffer.from(substitute(spec.content, ph), 'utf8');
+  return null;
+}
+
+function walk(dir: string, visit: (p: string, st: fs.Stats) => void): void {
+  for (const name of fs.readdirSync(dir)) {
+    const p = path.join(dir, name);
+    const st = fs.lstatSync(p);
+    if (st.isDirectory()) walk(p, visit);
+    visit(p, st);
+  }
+}
+
+export function materialise(spec: CaseSpec, ph: Placeholders): Materialised {
+  const root = ph.root;
+  fs.mkdirSync(path.join(root, 'htdocs'), { recursive: true });
+  fs.mkdirSync(path.join(root, 'logs'), { recursive: true });
+  const conf = (spec.preamble === false ? [] : PREAMBLE).concat(spec.conf).map((l) => substitute(l, ph));
+  fs.writeFileSync(path.join(root, 'httpd.conf'), conf.join('\n') + '\n');
+  const modes = new Map<string, number>();
+  for (const [rel, fspec] of Object.entries(spec.files ?? {})) {
+    const target = path.join(root, substitute(rel, ph));
+    if (!target.startsWith(root + path.sep)) throw new Error(`file path escapes root: ${rel}`);
+    const isDir = rel.endsWith('/') || (typeof fspec === 'object' && fspec.dir === true);
+    if (isDir) {
+      fs.mkdirSync(target, { recursive: true });
+    } else {
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      if (typeof fspec === 'object' && fspec.symlink !== undefined) {
+        fs.symlinkSync(substitute(fspec.symlink, ph), target);
+      } else {
+        fs.writeFileSync(target, fileContent(fspec, ph) ?? Buffer.alloc(0));
+      }
+    }
+    if (typeof fspec === 'object' && fspec.mode !== undefined) modes.set(path.resolve(target), parseInt(fspec.mode, 8));
+  }
+  const inodes: string[] = [];
+  walk(root, (p, st) => {
+    if (st.isSymbolicLink()) {
+      fs.lutimesSync(p, FIXED_MTIME, FIXED_MTIME);
+      return;
+    }
+    const mode = modes.get(path.resolve(p)) ?? (st.isDirectory() ? 0o755 : 0o644);
+    fs.chmodSync(p, mode);
+    fs.utimesSync(p, FIXED_MTIME, FIXED_MTIME);
+    inodes.push(fs.statSync(p, { bigint: true }).ino.toString(16));
+  });
+  fs.chmodSync(root, 0o755);
+  fs.utimesSync(root, FIXED_MTIME, FIXED_MTIME);
+  return { ph, inodes };
+}
+
+// ---------------------------------------------------------------------------
+// Server process
+// ---------------------------------------------------------------------------
+
+export interface ServerCommand {
+  cmd: string;
+  args: string[];
+}
+
+export type ServerCommandFactory = (root: string) => ServerCommand;
+
+export const apacheCommand: ServerCommandFactory = (root) => ({
+  cmd: APACHE_BIN,
+  args: ['-X', '-d', root, '-f', path.join(root, 'httpd.conf')],
+});
+
+export const plumeCommand: ServerCommandFactory = (root) => ({
+  cmd: process.execPath,
+  args: [path.join(REPO_ROOT, 'bin', 'plume'), '-X', '-d', root, '-f', path.join(root, 'httpd.conf')],
+});
+
+interface RunningServer {
+  proc: ChildProcess;
+  stderr: () => string;
+  exited: Promise<number | null>;
+  hasExited: () => boolean;
+}
+
+function launch(cmd: ServerCommand, root: string): RunningServer {
+  const proc = spawn(cmd.cmd, cmd.args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+  let err = '';
+  let done = false;
+  proc.stderr?.setEncoding('utf8');
+  proc.stderr?.on('data', (d: string) => {
+    err += d;
+  });
+  proc.stdout?.resume();
+  const exited = new Promise<number | null>((resolve) => {
+    proc.once('error', (e: Error) => {
+      err += `spawn error: ${e.message}\n`;
+      done = true;
+      resolve(null);
+    });
+    proc.once('close', (code: number | null) => {
+      done = true;
+      resolve(code);
+    });
+  });
+  return { proc, stderr: () => err, exited, hasExited: () => done };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function tryConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: '127.0.0.1', port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => {
+      s.destroy();
+      resolve(false);
+    });
+  });
+}
+
+/** Stop the server by its PID: SIGTERM, then SIGKILL after a timeout. */
+async function stopServer(srv: RunningServer, timeoutMs = 3000): Promise<void> {
+  if (srv.hasExited() || srv.proc.pid === undefined) return;
+  const pid = srv.proc.pid;
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const t = await Promise.race([srv.exited.then(() => 'exited'), sleep(timeoutMs).then(() => 'timeout')]);
+  if (t === 'timeout' && !srv.hasExited()) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+    await Promise.race([srv.exited, sleep(2000)]);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Raw TCP client and HTTP response parser
+// ---------------------------------------------------------------------------
+
+class Conn {
+  buf: Buffer = Buffer.alloc(0);
+  closed = false;
+  localPort = 0;
+  private waiters: (() => void)[] = [];
+
+  private constructor(readonly sock: net.Socket) {
+    sock.on('data', (d: Buffer) => {
+      this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+      this.notify();
+    });
+    const onClose = (): void => {
+      this.closed = true;
+      this.notify();
+    };
+    sock.on('end', onClose);
+    sock.on('close', onClose);
+    sock.on('error', onClose);
+  }
+
+  static open(port: number, localAddress: string | undefined, timeoutMs: number): Promise<Conn> {
+    return new Promise((resolve, reject) => {
+      const opts: net.NetConnectOpts = { host: '127.0.0.1', port };
+      if (localAddress !== undefined) opts.localAddress = localAddress;
+      const sock = net.connect(opts);
+      const timer = setTimeout(() => {
+        sock.destroy();
+        reject(new Error(`connect to ${port} timed out`));
+      }, timeoutMs);
+      sock.once('connect', () => {
+        clearTimeout(timer);
+        sock.removeAllListeners('error');
+        const c = new Conn(sock);
+        c.localPort = sock.localPort ?? 0;
+        resolve(c);
+      });
+      sock.once('error', (e: Error) => {
+        clearTimeout(timer);
+        reject(e);
+      });
+    });
+  }
+
+  private notify(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  /** Resolve on the next data/close event or at the deadline. */
+  waitChange(deadline: number): Promise<void> {
+    return new Promise((resolve) => {
+      const ms = Math.max(0, deadline - Date.now());
+      const timer = setTimeout(() => resolve(), ms);
+      this.waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  write(data: string): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.sock.destroyed || !this.sock.writable) {
+        resolve();
+        return;
+      }
+      this.sock.write(Buffer.from(data, 'latin1'), () => resolve());
+    });
+  }
+
+  end(): void {
+    if (!this.sock.destroyed) this.sock.end();
+  }
+
+  destroy(): void {
+    this.sock.destroy();
+  }
+}
+
+interface RawResponse {
+  interim: string[];
+  statusLine: string | null;
+  headers: [string, string][];
+  body: Buffer;
+  incomplete?: string;
+}
+
+type ParseOutcome = { kind: 'more' } | { kind: 'done'; response: RawResponse; consumed: number };
+
+function indexOfCrlfCrlf(buf: Buffer, from: number): number {
+  return buf.indexOf('\r\n\r\n', from, 'latin1');
+}
+
+function parseHeaderBlock(text: string): { statusLine: string; headers: [string, string][] } {
+  const lines = text.split('\r\n');
+  const statusLine = lines[0] ?? '';
+  const headers: [string, string][] = [];
+  for (const line of lines.slice(1)) {
+    if (line === '') continue;
+    const i = line.indexOf(':');
+    if (i < 0) {
+      headers.push([line, '']);
+      continue;
+    }
+    headers.push([line.slice(0, i), line.slice(i + 1).trim()]);
+  }
+  return { statusLine, headers };
+}
+
+function headerValue(headers: [string, string][], name: string): string | undefined {
+  const n = name.toLowerCase();
+  for (const [k, v] of headers) if (k.toLowerCase() === n) return v;
+  return undefined;
+}
+
+/** Decode a chunked body starting at `start`. */
+function parseChunked(buf: Buffer, start: number): { body: Buffer; end: number } | null {
+  const parts: Buffer[] = [];
+  let pos = start;
+  for (;;) {
+    const le = buf.indexOf('\r\n', pos, 'latin1');
+    if (le < 0) return null;
+    const sizeText = buf.toString('latin1', pos, le).split(';')[0]?.trim() ?? '';
+    const size = parseInt(sizeText, 16);
+    if (Number.isNaN(size)) throw new Error(`bad chunk size line: ${JSON.stringify(buf.toString('latin1', pos, le))}`);
+    pos = le + 2;
+    if (size === 0) {
+      // trailer section up to an empty line
+      for (;;) {
+        const te = buf.indexOf('\r\n', pos, 'latin1');
+        if (te < 0) return null;
+        const empty = te === pos;
+        pos = te + 2;
+        if (empty) return { body: Buffer.concat(parts), end: pos };
+      }
+    }
+    if (buf.length < pos + size + 2) return null;
+    parts.push(buf.subarray(pos, pos + size));
+    pos += size + 2;
+  }
+}
+
+/** Try to parse one complete response (including preceding 1xx) from buf. */
+function parseResponse(buf: Buffer, closed: boolean, isHead: boolean): ParseOutcome {
+  const interim: string[] = [];
+  let pos = 0;
+  for (;;) {
+    if (buf.length - pos < 5 && !closed) {
+      // Wait until we can tell whether a status line is coming.
+      if (buf.length - pos === 0 || 'HTTP/'.startsWith(buf.toString('latin1', pos))) return { kind: 'more' };
+    }
+    if (buf.toString('latin1', pos, pos + 5) !== 'HTTP/') {
+      // HTTP/0.9 style (or garbage): everything until close is the body.
+      if (!closed) return { kind: 'more' };
+      return { kind: 'done', response: { interim, statusLine: null, headers: [], body: buf.subarray(pos) }, consumed: buf.length };
+    }
+    const he = indexOfCrlfCrlf(buf, pos);
+    if (he < 0) {
+      if (!closed) return { kind: 'more' };
+      const { statusLine, headers } = parseHeaderBlock(buf.toString('latin1', pos));
+      return { kind: 'done', response: { interim, statusLine, headers, body: Buffer.alloc(0), incomplete: 'closed' }, consumed: buf.length };
+    }
+    const { statusLine, headers } = parseHeaderBlock(buf.toString('latin1', pos, he));
+    const bodyStart = he + 4;
+    const code = parseInt(statusLine.split(' ')[1] ?? '', 10);
+    if (code >= 100 && code < 200 && code !== 101) {
+      interim.push(statusLine);
+      pos = bodyStart;
+      continue;
+    }
+    const done = (body: Buffer, end: number, incomplete?: string): ParseOutcome => {
+      const response: RawResponse = { interim, statusLine, headers, body };
+      if (incomplete !== undefined) response.incomplete = incomplete;
+      return { kind: 'done', response, consumed: end };
+    };
+    if (isHead || code === 204 || code === 304 || code === 101) return done(Buffer.alloc(0), bodyStart);
+    const te = headerValue(headers, 'transfer-encoding');
+    if (te !== undefined && te.toLowerCase().includes('chunked')) {
+      const r = parseChunked(buf, bodyStart);
+      if (r === null) {
+        if (!closed) return { kind: 'more' };
+        return done(buf.subarray(bodyStart), buf.length, 'closed');
+      }
+      return done(r.body, r.end);
+    }
+    const cl = headerValue(headers, 'content-length');
+    if (cl !== undefined && /^\d+$/.test(cl)) {
+      const n = parseInt(cl, 10);
+      if (buf.length - bodyStart < n) {
+        if (!closed) return { kind: 'more' };
+        return done(buf.subarray(bodyStart), buf.length, 'closed');
+      }
+      return done(buf.subarray(bodyStart, bodyStart + n), bodyStart + n);
+    }
+    if (!closed) return { kind: 'more' };
+    return done(buf.subarray(bodyStart), buf.length);
+  }
+}
+
+async function readResponse(conn: Conn, isHead: boolean, deadline: number): Promise<RawResponse> {
+  for (;;) {
+    const out = parseResponse(conn.buf, conn.closed, isHead);
+    if (out.kind === 'done') {
+      conn.buf = conn.buf.subarray(out.consumed);
+      return out.response;
+    }
+    if (Date.now() >= deadline) {
+      // Give up: report whatever arrived.
+      const partial = parseResponse(conn.buf, true, isHead);
+      conn.buf = Buffer.alloc(0);
+      if (partial.kind === 'done') {
+        partial.response.incomplete = 'timeout';
+        return partial.response;
+      }
+      return { interim: [], statusLine: null, headers: [], body: Buffer.alloc(0), incomplete: 'timeout' };
+    }
+    await conn.waitChange(deadline);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Normalisation
+// ---------------------------------------------------------------------------
+
+interface NormContext {
+  root: string;
+  port: number;
+  port2: number;
+  inodes: string[];
+  clientPorts: number[];
+  /** Body lengths changed by boundary normalisation in the current step (raw → normalised), applied to access-log lines. */
+  lengthRewrites: Map<number, number>;
+}
+
+function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+function replaceNumber(s: string, n: number, token: string): string {
+  return s.replace(new RegExp(`(?<![0-9A-Za-z.])${n}(?![0-9A-Za-z])`, 'g'), token);
+}
+
+function normText(s: string, ctx: NormContext, clientPorts: boolean): string {
+  let out = s.split(ctx.root).join('@ROOT@');
+  // /tmp may be reached through a symlink (realpath) — normalise that too.
+  const real = safeRealpath(ctx.root);
+  if (real !== ctx.root) out = out.split(real).join('@ROOT@');
+  out = replaceNumber(out, ctx.port, '@PORT@');
+  out = replaceNumber(out, ctx.port2, '@PORT2@');
+  if (clientPorts) for (const cp of ctx.clientPorts) out = replaceNumber(out, cp, '@CLIENTPORT@');
+  return out;
+}
+
+function safeRealpath(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
+const NO_PORT_HEADERS = new Set(['content-length', 'content-range', 'etag', 'last-modified', 'date', 'age', 'keep-alive']);
+
+function normResponse(raw: RawResponse, ctx: NormContext): RecordedResponse {
+  let headers: [string, string][] = raw.headers.map(([k, v]) => {
+    const lk = k.toLowerCase();
+    if (lk === 'date') return [k, '<date>'];
+    if (lk === 'server') return [k, '<server>'];
+    if (lk === 'etag') {
+      let val = v;
+      for (const ino of ctx.inodes) val = val.replace(new RegExp(`(?<=["-])${ino}(?=-)`, 'g'), '<inode>');
+      return [k, val];
+    }
+    if (NO_PORT_HEADERS.has(lk)) return [k, v];
+    return [k, normText(v, ctx, false)];
+  });
+  let bodyBuf = raw.body;
+  // Multipart boundary: random in Apache; replace it everywhere.
+  const ct = headerValue(headers, 'content-type');
+  const bm = ct === undefined ? null : /boundary=("?)([^";\s]+)\1/i.exec(ct);
+  if (bm !== null && bm[2] !== undefined) {
+    const boundary = bm[2];
+    const re = new RegExp(escapeRe(boundary), 'g');
+    headers = headers.map(([k, v]) => [k, v.replace(re, '<boundary>')]);
+    const rawLen = bodyBuf.length;
+    bodyBuf = Buffer.from(bodyBuf.toString('latin1').replace(re, '<boundary>'), 'latin1');
+    // Content-Length depends on the boundary's length: restate it for the normalised body
+    // (only if it was right for the raw body, so a wrong length still shows).
+    headers = headers.map(([k, v]) => (k.toLowerCase() === 'content-length' && v === String(rawLen) ? [k, String(bodyBuf.length)] : [k, v]));
+    if (rawLen !== bodyBuf.length) ctx.lengthRewrites.set(rawLen, bodyBuf.length);
+  }
+  const out: RecordedResponse = { statusLine: raw.statusLine, headers, body: '' };
+  if (raw.interim.length > 0) out.interim = raw.interim;
+  let text: string | null = null;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bodyBuf);
+  } catch {
+    text = null;
+  }
+  if (text === null) {
+    out.body = bodyBuf.toString('base64');
+    out.bodyBase64 = true;
+  } else {
+    out.body = normText(text, ctx, false);
+  }
+  if (raw.incomplete !== undefined) out.incomplete = raw.incomplete;
+  // Reorder keys for a stable layout.
+  const ordered: RecordedResponse = { statusLine: out.statusLine, headers: out.headers, body: out.body };
+  if (out.interim !== undefined) ordered.interim = out.interim;
+  if (out.bodyBase64 === true) ordered.bodyBase64 = true;
+  if (out.incomplete !== undefined) ordered.incomplete = out.incomplete;
+  return ordered;
+}
+
+export function normErrorLine(line: string, ctx: NormContext): string {
+  let out = line.replace(/^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \d{4}\]/, '[<time>]');
+  out = out.replace(/\[pid \d+(?::tid \d+)?\]/g, '[pid]');
+  out = out.replace(/\[(client|remote) ([0-9a-fA-F.:]+?):\d+\]/g, '[$1 $2]');
+  return normText(out, ctx, true);
+}
+
+function normStderr(text: string, ctx: NormContext): string[] {
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => normErrorLine(l, ctx));
+}
+
+// ---------------------------------------------------------------------------
+// Log collection
+// ---------------------------------------------------------------------------
+
+const ERROR_LOG = 'logs/error_log';
+const ACCESS_LOG = 'logs/access_log';
+
+function fileSize(p: string): number {
+  try {
+    return fs.statSync(p).size;
+  } catch {
+    return 0;
+  }
+}
+
+function newLines(p: string, from: number): string[] {
+  let data: Buffer;
+  try {
+    data = fs.readFileSync(p);
+  } catch {
+    return [];
+  }
+  if (data.length <= from) return [];
+  const text = data.subarray(from).toString('utf8');
+  const lines = text.split('\n');
+  lines.pop(); // incomplete tail (or '' after the final newline)
+  return lines;
+}
+
+// ---------------------------------------------------------------------------
+// Running a case
+// ---------------------------------------------------------------------------
+
+function buildRequest(r: RequestSpec, ph: Placeholders, keepAlive: boolean, port: number): string[] {
+  if (r.raw !== undefined) {
+    const parts = Array.isArray(r.raw) ? r.raw : [r.raw];
+    return parts.map((p) => substitute(p, ph));
+  }
+  const method = r.method ?? 'GET';
+  const version = r.version ?? 'HTTP/1.1';
+  const given = (r.headers ?? []).map(([k, v]): [string, string] => [k, substitute(v, ph)]);
+  const has = (n: string): boolean => given.some(([k]) => k.toLowerCase() === n);
+  const lines = [`${method} ${substitute(r.path ?? '/', ph)} ${version}`];
+  if (!has('host')) lines.push(`Host: localhost:${port}`);
+  if (!keepAlive && !has('connection')) lines.push('Connection: close');
+  for (const [k, v] of given) lines.push(`${k}: ${v}`);
+  const body = r.body === undefined ? '' : substitute(r.body, ph);
+  if (r.body !== undefined && !has('content-length') && !has('transfer-encoding')) {
+    lines.push(`Content-Length: ${Buffer.byteLength(body, 'latin1')}`);
+  }
+  return [lines.join('\r\n') + '\r\n\r\n' + body];
+}
+
+function requestMethod(parts: string[]): string {
+  const first = parts.join('');
+  return (first.split(/[ \r\n]/)[0] ?? '').toUpperCase();
+}
+
+function firstLine(parts: string[]): string {
+  return (parts.join('').split('\r\n')[0] ?? '').split('\n')[0] ?? '';
+}
+
+function targetPort(r: RequestSpec, ph: Placeholders): number {
+  if (r.port === undefined) return ph.port;
+  return parseInt(substitute(r.port, ph), 10);
+}
+
+export interface RunOptions {
+  /** When replaying, the expected result tells how many log lines to wait for. */
+  expected?: CaseResult;
+  /** Keep the temp dir (for debugging). */
+  keep?: boolean;
+}
+
+/** Run one case against the server started by `command` and return the normalised result. */
+export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts: RunOptions = {}): Promise<CaseResult> {
+  const spec = c.spec;
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-case-'));
+  fs.chmodSync(root, 0o755);
+  const port = await freePort();
+  const port2 = await freePort([port]);
+  const ph: Placeholders = { root, port, port2 };
+  let server: RunningServer | null = null;
+  try {
+    const mat = materialise(spec, ph);
+    const ctx: NormContext = { root, port, port2, inodes: mat.inodes, clientPorts: [], lengthRewrites: new Map() };
+    server = launch(command(root), root);
+
+    // Wait until the server accepts connections (or exits).
+    const startDeadline = Date.now() + 10000;
+    let ready = false;
+    while (Date.now() < startDeadline) {
+      if (server.hasExited()) break;
+      if (await tryConnect(port)) {
+        ready = true;
+        break;
+      }
+      await sleep(25);
+    }
+    if (!ready) {
+      if (!server.hasExited()) {
+        await stopServer(server);
+        return { startup: { exitCode: null, stderr: normStderr(server.stderr() + '\n<harness: server did not listen within 10 s>', ctx) } };
+      }
+      const code = await server.exited;
+      return { startup: { exitCode: code, stderr: normStderr(server.stderr(), ctx) } };
+    }
+    await sleep(50);
+    const stderrAtStart = normStderr(server.stderr(), ctx);
+
+    const logs = [ERROR_LOG, ACCESS_LOG, ...(spec.extraLogs ?? [])];
+    const steps: RecordedStep[] = [];
+    let conn: Conn | null = null;
+    const keepAlive = spec.keepAlive === true;
+    for (const [i, r] of spec.requests.entries()) {
+      const rport = targetPort(r, ph);
+      const parts = buildRequest(r, ph, keepAlive, rport);
+      const sizes = logs.map((l) => fileSize(path.join(root, l)));
+      if (conn === null || !keepAlive) {
+        conn = await Conn.open(rport, r.client ?? spec.requests[0]?.client, 5000);
+        ctx.clientPorts.push(conn.localPort);
+      }
+      const isHead = requestMethod(parts) === 'HEAD';
+      const deadline = Date.now() + (r.timeoutMs ?? 5000);
+      const c2 = conn;
+      const sending = (async (): Promise<void> => {
+        for (const [pi, p] of parts.entries()) {
+          if (pi > 0) await sleep(r.gapMs ?? 300);
+          await c2.write(p);
+        }
+        if (r.end === true) c2.end();
+      })();
+      const responses: RawResponse[] = [];
+      const count = r.responses ?? 1;
+      for (let k = 0; k < count; k++) responses.push(await readResponse(conn, isHead, deadline));
+      await sending;
+      if (!keepAlive) {
+        conn.destroy();
+        conn = null;
+      }
+      // Collect the log lines written while serving this request.
+      const gotBytes = responses.some((x) => x.statusLine !== null || x.body.length > 0);
+      const expStep = opts.expected?.requests?.[i];
+      const lineCounts = (): number[] => logs.map((l, j) => newLines(path.join(root, l), sizes[j] ?? 0).length);
+      const logDeadline = Date.now() + 1000;
+      if (expStep !== undefined) {
+        const want = [expStep.errorLog.length, expStep.accessLog.length, ...(spec.extraLogs ?? []).map((l) => expStep.otherLogs?.[l]?.length ?? 0)];
+        while (Date.now() < logDeadline && lineCounts().some((n, j) => n < (want[j] ?? 0))) await sleep(10);
+        await sleep(30);
+      } else if (gotBytes) {
+        const accessWanted = responses.filter((x) => x.statusLine !== null || x.body.length > 0).length;
+        while (Date.now() < logDeadline && lineCounts().slice(1).reduce((a, b) => a + b, 0) < accessWanted) await sleep(10);
+        await sleep(60);
+      } else {
+        await sleep(150);
+      }
+      const collected = logs.map((l, j) => newLines(path.join(root, l), sizes[j] ?? 0));
+      ctx.lengthRewrites.clear();
+      const normResponses = responses.map((x) => normResponse(x, ctx));
+      const normAccess = (l: string): string => {
+        let out = normText(l, ctx, true);
+        for (const [from, to] of ctx.lengthRewrites) out = replaceNumber(out, from, String(to));
+        return out;
+      };
+      const step: RecordedStep = {
+        request: firstLine(parts),
+        responses: normResponses,
+        errorLog: (collected[0] ?? []).map((l) => normErrorLine(l, ctx)),
+        accessLog: (collected[1] ?? []).map(normAccess),
+      };
+      if (spec.extraLogs !== undefined && spec.extraLogs.length > 0) {
+        const other: Record<string, string[]> = {};
+        spec.extraLogs.forEach((l, j) => {
+          other[l] = (collected[j + 2] ?? []).map(normAccess);
+        });
+        step.otherLogs = other;
+      }
+      steps.push(step);
+    }
+    if (conn !== null) conn.destroy();
+    const result: CaseResult = { stderr: stderrAtStart, requests: steps };
+    return result;
+  } finally {
+    if (server !== null) await stopServer(server);
+    if (opts.keep !== true) fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Expected files: writing, overriding, comparing
+// ---------------------------------------------------------------------------
+
+/** JSON with 2-space indent, but short string arrays/pairs kept on one line. */
+export function stableStringify(v: unknown, indent = ''): string {
+  const next = indent + '  ';
+  if (Array.isArray(v)) {
+    if (v.length === 0) return '[]';
+    if (v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string') {
+      return `[${JSON.stringify(v[0])}, ${JSON.stringify(v[1])}]`;
+    }
+    return '[\n' + v.map((x) => next + stableStringify(x, next)).join(',\n') + '\n' + indent + ']';
+  }
+  if (typeof v === 'object' && v !== null) {
+    const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
+    if (entries.length === 0) return '{}';
+    return '{\n' + entries.map(([k, x]) => `${next}${JSON.stringify(k)}: ${stableStringify(x, next)}`).join(',\n') + '\n' + indent + '}';
+  }
+  return JSON.stringify(v);
+}
+
+export function toExpectedFile(c: LoadedCase, result: CaseResult, recordedWith: string): ExpectedFile {
+  const out: ExpectedFile = { case: c.id, title: c.spec.title, recordedWith };
+  if (result.startup !== undefined) out.startup = result.startup;
+  if (result.stderr !== undefined) out.stderr = result.stderr;
+  if (result.requests !== undefined) {
+    out.requests = result.requests.map((s) => {
+      const step: RecordedStep = { request: s.request, responses: s.responses, errorLog: s.errorLog, accessLog: s.accessLog };
+      if (s.otherLogs !== undefined) step.otherLogs = s.otherLogs;
+      return step;
+    });
+  }
+  return out;
+}
+
+/** Apply a case's specOverride to Apache's recorded result. */
+export function applyOverride(exp: CaseResult, ov: SpecOverride | undefined): CaseResult {
+  if (ov === undefined) return exp;
+  const out: CaseResult = JSON.parse(JSON.stringify(exp)) as CaseResult;
+  const e = ov.expected;
+  if (e.startup !== undefined) {
+    if (e.startup === null) delete out.startup;
+    else out.startup = e.startup;
+  }
+  if (e.stderr !== undefined) out.stderr = e.stderr;
+  if (e.requests !== undefined && out.requests !== undefined) {
+    e.requests.forEach((so, i) => {
+      const step = out.requests?.[i];
+      if (so === null || step === undefined) return;
+      if (so.errorLog !== undefined) step.errorLog = so.errorLog;
+      if (so.accessLog !== undefined) step.accessLog = so.accessLog;
+      if (so.otherLogs !== undefined) step.otherLogs = so.otherLogs;
+      so.responses?.forEach((ro, j) => {
+        const resp = step.responses[j];
+        if (ro === null || resp === undefined) return;
+        step.responses[j] = { ...resp, ...ro };
+      });
+    });
+  }
+  return out;
+}
+
+function groupHeaders(h: [string, string][]): Map<string, string[]> {
+  const m = new Map<string, string[]>();
+  for (const [k, v] of h) {
+    const lk = k.toLowerCase();
+    const list = m.get(lk) ?? [];
+    list.push(v);
+    m.set(lk, list);
+  }
+  return m;
+}
+
+function textDiff(label: string, exp: string, act: string): string {
+  const el = exp.split('\n');
+  const al = act.split('\n');
+  let i = 0;
+  while (i < el.length && i < al.length && el[i] === al[i]) i++;
+  const from = Math.max(0, i - 2);
+  const out = [`${label} differs at line ${i + 1} (expected ${exp.length} chars, got ${act.length}):`];
+  for (let j = from; j < Math.min(el.length, i + 3); j++) out.push(`  - ${JSON.stringify(el[j])}`);
+  for (let j = from; j < Math.min(al.length, i + 3); j++) out.push(`  + ${JSON.stringify(al[j])}`);
+  return out.join('\n');
+}
+
+function linesDiff(label: string, exp: string[], act: string[]): string[] {
+  if (exp.length === act.length && exp.every((l, i) => l === act[i])) return [];
+  return [`${label}:\n` + exp.map((l) => `  - ${l}`).join('\n') + (exp.length ? '\n' : '') + act.map((l) => `  + ${l}`).join('\n')];
+}
+
+/**
+ * Compare an expected result with an actual one. Header names compare
+ * case-insensitively, values exactly; the order of headers with different
+ * names is not compared, the order of repeated headers is. Returns a list of
+ * human-readable differences (empty = match).
+ */
+export function compareResults(exp: CaseResult, act: CaseResult, compareLogs: boolean): string[] {
+  const d: string[] = [];
+  if (exp.startup !== undefined || act.startup !== undefined) {
+    if (exp.startup === undefined) {
+      d.push(`server failed to start (exit ${String(act.startup?.exitCode)}), Apache started:\n` + (act.startup?.stderr ?? []).map((l) => `  ${l}`).join('\n'));
+      return d;
+    }
+    if (act.startup === undefined) {
+      d.push(`server started, but Apache refused to start (exit ${String(exp.startup.exitCode)}):\n` + exp.startup.stderr.map((l) => `  ${l}`).join('\n'));
+      return d;
+    }
+    if (exp.startup.exitCode !== act.startup.exitCode) d.push(`startup exit code: expected ${String(exp.startup.exitCode)}, got ${String(act.startup.exitCode)}`);
+    d.push(...linesDiff('startup stderr', exp.startup.stderr, act.startup.stderr));
+    return d;
+  }
+  d.push(...linesDiff('stderr at startup', exp.stderr ?? [], act.stderr ?? []));
+  const es = exp.requests ?? [];
+  const as = act.requests ?? [];
+  for (let i = 0; i < Math.max(es.length, as.length); i++) {
+    const e = es[i];
+    const a = as[i];
+    if (e === undefined || a === undefined) {
+      d.push(`request ${i + 1}: missing on one side`);
+      continue;
+    }
+    const pfx = `request ${i + 1} (${e.request})`;
+    if (e.responses.length !== a.responses.length) d.push(`${pfx}: expected ${e.responses.length} responses, got ${a.responses.length}`);
+    for (let j = 0; j < Math.min(e.responses.length, a.responses.length); j++) {
+      const er = e.responses[j];
+      const ar = a.responses[j];
+      if (er === undefined || ar === undefined) continue;
+      const rp = e.responses.length > 1 ? `${pfx} response ${j + 1}` : pfx;
+      if (er.statusLine !== ar.statusLine) d.push(`${rp}: status line: expected ${JSON.stringify(er.statusLine)}, got ${JSON.stringify(ar.statusLine)}`);
+      if ((er.interim ?? []).join('|') !== (ar.interim ?? []).join('|')) {
+        d.push(`${rp}: interim responses: expected ${JSON.stringify(er.interim ?? [])}, got ${JSON.stringify(ar.interim ?? [])}`);
+      }
+      if ((er.incomplete ?? '') !== (ar.incomplete ?? '')) d.push(`${rp}: incomplete: expected ${String(er.incomplete)}, got ${String(ar.incomplete)}`);
+      const eh = groupHeaders(er.headers);
+      const ah = groupHeaders(ar.headers);
+      for (const [k, ev] of eh) {
+        const av = ah.get(k);
+        if (av === undefined) d.push(`${rp}: missing header ${k}: ${ev.join(' | ')}`);
+        else if (ev.join('\u0000') !== av.join('\u0000')) d.push(`${rp}: header ${k}: expected ${JSON.stringify(ev)}, got ${JSON.stringify(av)}`);
+      }
+      for (const [k, av] of ah) if (!eh.has(k)) d.push(`${rp}: unexpected header ${k}: ${av.join(' | ')}`);
+      if ((er.bodyBase64 ?? false) !== (ar.bodyBase64 ?? false) || er.body !== ar.body) {
+        d.push(textDiff(`${rp}: body${er.bodyBase64 === true ? ' (base64)' : ''}`, er.body, ar.body));
+      }
+    }
+    if (compareLogs) {
+      d.push(...linesDiff(`${pfx}: error log`, e.errorLog, a.errorLog));
+      d.push(...linesDiff(`${pfx}: access log`, e.accessLog, a.accessLog));
+      const keys = new Set([...Object.keys(e.otherLogs ?? {}), ...Object.keys(a.otherLogs ?? {})]);
+      for (const k of keys) d.push(...linesDiff(`${pfx}: ${k}`, e.otherLogs?.[k] ?? [], a.otherLogs?.[k] ?? []));
+    }
+  }
+  return d;
+}
