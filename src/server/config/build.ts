@@ -121,7 +121,11 @@ export function invokeHandler(cmd: CmdParms, d: LoadedDirective, node: ExpandedN
   const scope = cmd.scope;
   if ((scope.override & spec.where) === 0) {
     const listed = scope.overrideList?.has(spec.name.toLowerCase()) ?? false;
-    if (!listed) return `${spec.name} not allowed here`;
+    if (!listed) {
+      const parent = scope.parents[scope.parents.length - 1];
+      if (scope.htaccess || parent === undefined) return `${spec.name} not allowed here`;
+      return `${spec.name} not allowed in ${parent}> context`;
+    }
   }
   let raw = node.args;
   if (spec.section) {
@@ -232,6 +236,7 @@ export interface ModuleCatalogue {
 /** Reads a whole configuration: read phase, walk phase, vhost fixups, post-config checks. */
 export async function readConfiguration(options: ConfigOptions, catalogue: ModuleCatalogue): Promise<ConfigContext> {
   const ctx = new ConfigContext(options);
+  ctx.catalogue = catalogue;
   for (const m of catalogue.builtIn) ctx.activate(m);
   for (const m of catalogue.builtIn) m.decl.configHooks?.preConfig?.(ctx);
 
@@ -282,7 +287,7 @@ function fixupVirtualHosts(ctx: ConfigContext): void {
       const base = main.moduleConfig[i];
       const add = v.moduleConfig[i];
       if (add === undefined) v.moduleConfig[i] = base;
-      else if (base !== undefined && m.decl.mergeServerConfig) v.moduleConfig[i] = m.decl.mergeServerConfig(base, add);
+      else if (base !== undefined && m.decl.mergeServerConfig) v.moduleConfig[i] = m.decl.mergeServerConfig(base as object, add as object);
     }
     v.lookupDefaults = mergeVectors(ctx, main.lookupDefaults, v.lookupDefaults);
     for (const k of ['timeout', 'keepAlive', 'keepAliveTimeout', 'maxKeepAliveRequests', 'limitRequestLine', 'limitRequestFieldSize', 'limitRequestFields'] as const) {
@@ -302,7 +307,7 @@ export function mergeVectors(ctx: ConfigContext, base: readonly unknown[], add: 
     const a = add[i];
     if (a === undefined) continue;
     const b = base[i];
-    out[i] = b !== undefined && m.decl.mergeDirConfig ? m.decl.mergeDirConfig(b, a) : a;
+    out[i] = b !== undefined && m.decl.mergeDirConfig ? m.decl.mergeDirConfig(b as object, a as object) : a;
   }
   return out;
 }

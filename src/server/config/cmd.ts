@@ -89,11 +89,6 @@ export class CmdParms<SC = unknown, DC = unknown> {
     if ((forbidden & NOT_IN_LIMIT) && this.scope.limited) {
       return `${name}${gt} cannot occur within <Limit> or <LimitExcept> section`;
     }
-    if ((forbidden & NOT_IN_DIR_LOC_FILE) === NOT_IN_DIR_LOC_FILE && this.scope.path !== undefined && !this.scope.htaccess) {
-      // httpd words the "any directory-like section" case generically.
-      const found = findParent(parents, ['<Directory', '<DirectoryMatch', '<Location', '<LocationMatch', '<Files', '<FilesMatch', '<If', '<ElseIf', '<Else']);
-      if (found) return `${name}${gt} cannot occur within ${found}> section`;
-    }
     const checks: [number, string[]][] = [
       [NOT_IN_DIRECTORY, ['<Directory', '<DirectoryMatch']],
       [NOT_IN_LOCATION, ['<Location', '<LocationMatch']],
@@ -103,7 +98,7 @@ export class CmdParms<SC = unknown, DC = unknown> {
     for (const [flag, names] of checks) {
       if (!(forbidden & flag)) continue;
       const found = findParent(parents, names);
-      if (found) return `${name}${gt} cannot occur within ${found}> section`;
+      if (found) return `${name} not allowed in ${found}> context`;
     }
     return undefined;
   }

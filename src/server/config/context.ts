@@ -4,6 +4,7 @@
 import * as path from 'node:path';
 import type { AnyModuleHandle, DirectiveSpec, ProviderGroupName, ProviderGroups } from '../module.js';
 import { ServerRec } from '../server-rec.js';
+import type { ModuleCatalogue as ModuleCatalogueRef } from './build.js';
 import { ErrorLog, formatDefault, type ErrorLogEntry } from '../log/error-log.js';
 import { StderrSink } from '../log/log-writer.js';
 import { DEFAULT_LOG_LEVEL, levelFor, type LogLevelConfig } from '../log/levels.js';
@@ -130,6 +131,15 @@ export class ConfigContext {
     const e: ErrorLogEntry = { module, level, message };
     this.startupLog.write(e);
   }
+
+  /** A startup message without the error-log prefix (httpd's APLOG_STARTUP / no server). */
+  logBare(module: string, level: number, message: string): void {
+    if (level > levelFor(this.startupLogLevel, module)) return;
+    this.startupLog.sink.write(message + '\n');
+  }
+
+  /** The module catalogue this configuration is read against (set by readConfiguration). */
+  catalogue: ModuleCatalogueRef | undefined = undefined;
 
   getScratch<T>(key: string, init: () => T): T {
     let v = this.scratch.get(key) as T | undefined;

@@ -72,7 +72,7 @@ export function parseConfig(source: string, file: string): ConfigNode[] {
   }
   if (stack.length) {
     const open = stack[stack.length - 1]!;
-    throw new ConfigError(file, open.line, `<${open.name}> was not closed.`, 'read', true);
+    throw new ConfigError(file, open.line, `${file}:${open.line}: <${open.name}> was not closed.`, 'read');
   }
   return root;
 }

@@ -16,6 +16,12 @@ export const APLOG_NOTICE = 5;
 export const APLOG_INFO = 6;
 export const APLOG_DEBUG = 7;
 export const APLOG_TRACE1 = 8;
+export const APLOG_TRACE2 = 9;
+export const APLOG_TRACE3 = 10;
+export const APLOG_TRACE4 = 11;
+export const APLOG_TRACE5 = 12;
+export const APLOG_TRACE6 = 13;
+export const APLOG_TRACE7 = 14;
 export const APLOG_TRACE8 = 15;
 
 export function parseLevel(name: string): number | undefined {

@@ -8,9 +8,12 @@ import type { Runtime } from '../runtime.js';
 import type { FilterInstance, Brigade } from '../filters.js';
 import { DEFAULT_LOG_LEVEL, levelFor, type LogLevelConfig } from '../log/levels.js';
 import type { MaybePromise } from '../module.js';
+import type { Wire } from '../http/wire.js';
 
 export interface ConnRec {
   readonly id: number;
+  /** The socket under the connection. */
+  readonly wire: Wire;
   readonly remoteIp: string;
   readonly remotePort: number;
   readonly localIp: string;

@@ -1,0 +1,50 @@
+// The module catalogue: every module plume has, in httpd's load order. Importing a module
+// registers it; LoadModule activates it. Built-in modules are active from the start.
+
+import type { AnyModuleHandle } from '../server/module.js';
+import type { ModuleCatalogue } from '../server/config/build.js';
+import { core } from '../server/core/core-module.js';
+import { httpCore } from '../server/http/http-core.js';
+import so, { BUILT_IN } from './core/mod_so.js';
+import watchdog from './core/mod_watchdog.js';
+import version from './core/mod_version.js';
+import mpmEvent from '../mpm/mpm_event.js';
+import mpmWorker from '../mpm/mpm_worker.js';
+import mpmPrefork from '../mpm/mpm_prefork.js';
+import mime from './http/mod_mime.js';
+import dir from './mappers/mod_dir.js';
+import env from './metadata/mod_env.js';
+
+const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
+
+/** Every module, in the order httpd lists them (-l, -M, -L): built-ins first. */
+const ALL: AnyModuleHandle[] = [
+  h(core), h(so), h(watchdog), h(httpCore), h(version),
+  h(mpmEvent), h(mpmWorker), h(mpmPrefork),
+  h(mime), h(dir), h(env),
+];
+
+/** The optional modules the shipped httpd.conf leaves commented out (spec §9). */
+export const OPTIONAL_MODULES: readonly string[] = [];
+
+class Catalogue implements ModuleCatalogue {
+  readonly all: AnyModuleHandle[] = [];
+  private readonly bySymbol = new Map<string, AnyModuleHandle>();
+  constructor(mods: readonly AnyModuleHandle[]) {
+    for (const m of mods) this.register(m);
+  }
+  get builtIn(): readonly AnyModuleHandle[] {
+    return this.all.filter((m) => BUILT_IN.has(m.decl.name));
+  }
+  find(symbol: string): AnyModuleHandle | undefined {
+    return this.bySymbol.get(symbol);
+  }
+  register(m: AnyModuleHandle): void {
+    if (this.bySymbol.has(m.decl.name)) return;
+    m.index = this.all.length;
+    this.all.push(m);
+    this.bySymbol.set(m.decl.name, m);
+  }
+}
+
+export const catalogue = new Catalogue(ALL);

@@ -1,0 +1,795 @@
+// mod_alias (modules/mappers/mod_alias.c): Alias, AliasMatch, ScriptAlias, ScriptAliasMatch,
+// Redirect, RedirectMatch, RedirectTemp, RedirectPermanent, and the 2.4 one-argument forms
+// inside <Location> (expression syntax), AliasPreservePath and RedirectRelative.
+//
+//  - translate_name (HOOK_MIDDLE, before mod_userdir and mod_vhost_alias): the <Location>
+//    one-argument Redirect, then the server's redirects, then the <Location> one-argument
+//    Alias, then the server's aliases, each list in configuration order (a virtual host's
+//    entries before the main server's); a redirect answers with its status and Location.
+//  - fixups (HOOK_MIDDLE): redirects configured in <Directory>, <Location> and .htaccess.
+// The status page for a redirect (3xx, 410...) is the core's error response.
+
+import { createHash } from 'node:crypto';
+import {
+  ACCESS_CONF, DECLINED, HOOK_MIDDLE, MODULE_API_VERSION, OK, OR_FILEINFO, RSRC_CONF,
+  defineModule, directive,
+} from '../../server/module.js';
+import type { CmdParms } from '../../server/config/cmd.js';
+import { NOT_IN_LIMIT } from '../../server/config/cmd.js';
+import type { ServerRec } from '../../server/server-rec.js';
+import type { Request } from '../../server/request/request.js';
+import { APLOG_DEBUG, APLOG_ERR } from '../../server/log/levels.js';
+import { escapePath } from './mod_dir.js';
+
+export interface AliasEntry {
+  /** The URL-path or regex source; undefined where httpd keeps a NULL (see aliasMatches). */
+  readonly fake: string | undefined;
+  /** The file path or redirect target; undefined for non-redirect statuses without a URL. */
+  readonly real: string | undefined;
+  /** 'cgi-script' for the Script* forms. */
+  readonly handler: string | undefined;
+  readonly regexp: RegExp | null;
+  /** Redirect status (0 for aliases). */
+  readonly redirStatus: number;
+}
+
+export interface AliasServerConfig {
+  aliases: AliasEntry[];
+  redirects: AliasEntry[];
+}
+
+export interface AliasDirConfig {
+  aliasSet: boolean;
+  redirectSet: boolean;
+  /** Redirects with a URL-path in this section (checked in fixups). */
+  redirects: AliasEntry[];
+  /** One-argument Alias / ScriptAlias in a <Location>: the expression, the section path. */
+  alias: StringExpr | undefined;
+  aliasFake: string | undefined;
+  handler: string | undefined;
+  /** One-argument Redirect in a <Location> (or a bare status such as "Redirect gone"). */
+  redirect: StringExpr | undefined;
+  redirectStatus: number;
+  /** RedirectRelative / AliasPreservePath; undefined = unset (Off). */
+  allowRelative: boolean | undefined;
+  aliasPreservePath: boolean | undefined;
+}
+
+type Cmd = CmdParms<AliasServerConfig, AliasDirConfig>;
+
+// ---- configuration ------------------------------------------------------------------------
+
+function createServerConfig(_s: ServerRec): AliasServerConfig {
+  return { aliases: [], redirects: [] };
+}
+
+/** merge_alias_config: the virtual host's entries first, then the main server's. */
+export function mergeServerConfig(base: Readonly<AliasServerConfig>, add: Readonly<AliasServerConfig>): AliasServerConfig {
+  return { aliases: add.aliases.concat(base.aliases), redirects: add.redirects.concat(base.redirects) };
+}
+
+function createDirConfig(): AliasDirConfig {
+  return {
+    aliasSet: false, redirectSet: false, redirects: [],
+    alias: undefined, aliasFake: undefined, handler: undefined,
+    redirect: undefined, redirectStatus: 0,
+    allowRelative: undefined, aliasPreservePath: undefined,
+  };
+}
+
+/** merge_alias_dir_config: the more specific section's redirects first. */
+export function mergeDirConfig(base: Readonly<AliasDirConfig>, add: Readonly<AliasDirConfig>): AliasDirConfig {
+  return {
+    redirects: add.redirects.concat(base.redirects),
+    alias: add.aliasSet ? add.alias : base.alias,
+    aliasFake: add.aliasSet ? add.aliasFake : base.aliasFake,
+    handler: add.aliasSet ? add.handler : base.handler,
+    aliasSet: add.aliasSet || base.aliasSet,
+    redirect: add.redirectSet ? add.redirect : base.redirect,
+    redirectStatus: add.redirectSet ? add.redirectStatus : base.redirectStatus,
+    redirectSet: add.redirectSet || base.redirectSet,
+    allowRelative: add.allowRelative ?? base.allowRelative,
+    aliasPreservePath: add.aliasPreservePath ?? base.aliasPreservePath,
+  } satisfies { [K in keyof Required<AliasDirConfig>]: AliasDirConfig[K] };
+}
+
+/** Compiles a PCRE pattern as httpd's ap_pregcomp would, or null ("could not be compiled").
+ *  Leading inline options such as (?i) become RegExp flags; the rest is JavaScript syntax. */
+export function compileRegex(pattern: string): RegExp | null {
+  let src = pattern;
+  let flags = '';
+  const m = /^\(\?([imsx]+)\)/.exec(src);
+  if (m) {
+    src = src.slice(m[0].length);
+    for (const f of m[1]!) {
+      if (f === 'x') src = src.replace(/\\#/g, '\u0000').replace(/#.*$/gm, '').replace(/\s+/g, '').replace(/\u0000/g, '\\#');
+      else if (!flags.includes(f)) flags += f;
+    }
+  }
+  src = src.replace(/\\A/g, '^').replace(/\\[zZ]/g, '$');
+  try {
+    return new RegExp(src, flags);
+  } catch {
+    return null;
+  }
+}
+
+/** alias_matches: a prefix match on whole path segments, where any run of slashes in the
+ *  alias matches any run (at least one) in the URI. Returns the number of URI characters
+ *  matched, 0 for no match. */
+export function aliasMatches(uri: string, fake: string | undefined): number {
+  if (fake === undefined || fake === '') return 0;
+  let a = 0;
+  let u = 0;
+  while (a < fake.length) {
+    if (fake[a] === '/') {
+      if (uri[u] !== '/') return 0;
+      do a++; while (fake[a] === '/');
+      do u++; while (uri[u] === '/');
+    } else if (uri[u++] !== fake[a++]) {
+      return 0;
+    }
+  }
+  // The last alias path component must have matched all the way.
+  if (fake[a - 1] !== '/' && u < uri.length && uri[u] !== '/') return 0;
+  return u;
+}
+
+function addAliasInternal(cmd: Cmd, fake: string, real: string, useRegex: boolean, handler: string | undefined): string | undefined {
+  // NOT_IN_DIR_CONTEXT: a <Limit> first, then any directory-like section.
+  const err = cmd.checkContext(NOT_IN_LIMIT);
+  if (err !== undefined) return err;
+  if (cmd.path !== undefined) return `${cmd.name} cannot occur within directory context`;
+  let regexp: RegExp | null = null;
+  if (useRegex) {
+    regexp = compileRegex(fake);
+    if (regexp === null) return 'Regular expression could not be compiled.';
+  }
+  const conf = cmd.srv;
+  // Overlapping (Script)Alias: warn once, against the first earlier entry that swallows it.
+  if (!useRegex) {
+    for (const earlier of conf.aliases) {
+      if ((!earlier.regexp && aliasMatches(fake, earlier.fake) > 0) || (earlier.regexp && earlier.regexp.test(fake))) {
+        cmd.warn('alias',
+          `AH00671: The ${cmd.name} directive in ${cmd.file} at line ${cmd.line} will probably never match ` +
+          `because it overlaps an earlier ${earlier.handler ? 'Script' : ''}Alias${earlier.regexp ? 'Match' : ''}.`);
+        break;
+      }
+    }
+  }
+  conf.aliases.push({ fake, real, handler, regexp, redirStatus: 0 });
+  return undefined;
+}
+
+/** ap_check_cmd_context's section checks (NOT_IN_DIRECTORY, NOT_IN_FILES...), worded as
+ *  httpd 2.4.71 words them: "<name> cannot occur within <Section> section". */
+export function sectionCheck(cmd: { readonly name: string; readonly scope: { readonly parents: readonly string[] } }, ...groups: readonly string[][]): string | undefined {
+  const parents = cmd.scope.parents;
+  for (const names of groups) {
+    for (let i = parents.length - 1; i >= 0; i--) {
+      const p = parents[i]!;
+      if (names.some((n) => n.toLowerCase() === p.toLowerCase())) return `${cmd.name} cannot occur within ${p}> section`;
+    }
+  }
+  return undefined;
+}
+
+function addAlias(handler: string | undefined) {
+  return (cmd: Cmd, fake: string, real: string | undefined): string | undefined => {
+    if (real !== undefined) return addAliasInternal(cmd, fake, real, false, handler);
+    const err = sectionCheck(cmd, ['<Directory', '<DirectoryMatch'], ['<Files', '<FilesMatch', '<If', '<ElseIf', '<Else']);
+    if (err !== undefined) return err;
+    if (cmd.path === undefined) return 'Alias must have two arguments when used globally';
+    const expr = parseStringExpr(fake);
+    if ('error' in expr) return `Cannot parse alias expression '${fake}': ${expr.error}`;
+    const d = cmd.dir;
+    d.alias = expr;
+    d.aliasFake = cmd.path;
+    d.handler = handler;
+    d.aliasSet = true;
+    return undefined;
+  };
+}
+
+function addAliasRegex(handler: string | undefined) {
+  return (cmd: Cmd, fake: string, real: string): string | undefined => addAliasInternal(cmd, fake, real, true, handler);
+}
+
+/** The status names Redirect understands as its first argument. */
+function grokStatus(arg: string): number | undefined {
+  const a = arg.toLowerCase();
+  if (a === 'permanent') return 301;
+  if (a === 'temp') return 302;
+  if (a === 'seeother') return 303;
+  if (a === 'gone') return 410;
+  if (/^[0-9]/.test(arg)) return parseInt(arg, 10); // atoi
+  return undefined;
+}
+
+export const isHttpRedirect = (status: number): boolean => status >= 300 && status <= 399;
+
+/** ap_is_url: a scheme ([A-Za-z0-9+.-]+) followed by ':'. */
+export function isUrl(u: string): boolean {
+  let x = 0;
+  for (; u[x] !== ':'; x++) {
+    const c = u[x];
+    if (c === undefined || !/[A-Za-z0-9+.-]/.test(c)) return false;
+  }
+  return x > 0;
+}
+
+/** add_redirect_internal. */
+function addRedirectInternal(
+  cmd: Cmd, defaultStatus: number, arg1: string, arg2: string | undefined, arg3: string | undefined, useRegex: boolean,
+): string | undefined {
+  const d = cmd.dir;
+  const grokked = grokStatus(arg1);
+  const grokarg1 = grokked !== undefined;
+  const status = grokked ?? defaultStatus;
+  let fake = arg2;
+  let url = arg3;
+
+  if (arg3 !== undefined && !grokarg1) return 'Redirect: invalid first argument (of three)';
+
+  if (cmd.path !== undefined) {
+    // In a section: a redirect status with one argument is an expression for the target; a
+    // status alone (gone, 404, 503...) answers the whole section; no status and one argument
+    // is an expression too.
+    if (grokarg1 && isHttpRedirect(status) && arg2 !== undefined && arg3 === undefined) {
+      const expr = parseStringExpr(arg2);
+      if ('error' in expr) return `Cannot parse redirect expression '${arg2}': ${expr.error}`;
+      d.redirect = expr;
+      d.redirectStatus = status;
+      d.redirectSet = true;
+      return undefined;
+    }
+    if (grokarg1 && arg2 === undefined && !isHttpRedirect(status)) {
+      d.redirect = undefined;
+      d.redirectStatus = status;
+      d.redirectSet = true;
+      return undefined;
+    }
+    if (!grokarg1 && arg2 === undefined) {
+      const expr = parseStringExpr(arg1);
+      if ('error' in expr) return `Cannot parse redirect expression '${arg1}': ${expr.error}`;
+      d.redirect = expr;
+      d.redirectStatus = status;
+      d.redirectSet = true;
+      return undefined;
+    }
+  }
+
+  // No status: URL-path then URL.
+  if (arg3 === undefined && !grokarg1) {
+    fake = arg1;
+    url = arg2;
+  }
+  let regexp: RegExp | null = null;
+  if (useRegex) {
+    // httpd compiles the NULL of a status-only RedirectMatch and fails; so do we.
+    regexp = fake === undefined ? null : compileRegex(fake);
+    if (regexp === null) return 'Regular expression could not be compiled.';
+  }
+  if (isHttpRedirect(status)) {
+    if (url === undefined) return 'URL to redirect to is missing';
+    // Paths are allowed (made absolute at request time), other relative targets are not.
+    if (!useRegex && !isUrl(url) && !url.startsWith('/')) return 'Redirect to non-URL';
+  } else if (url !== undefined) {
+    return 'Redirect URL not valid for this status';
+  }
+  const entry: AliasEntry = { fake, real: url, handler: undefined, regexp, redirStatus: status };
+  if (cmd.path !== undefined) d.redirects.push(entry);
+  else cmd.srv.redirects.push(entry);
+  return undefined;
+}
+
+// ---- request time -----------------------------------------------------------------------------
+
+/** ap_pregsub: $0..$9 are the match's groups (empty when unset); a backslash takes the next
+ *  character literally. */
+export function pregsub(template: string, m: RegExpExecArray): string {
+  let out = '';
+  for (let i = 0; i < template.length; i++) {
+    const c = template[i]!;
+    const n = template[i + 1];
+    if (c === '$' && n !== undefined && n >= '0' && n <= '9') {
+      out += m[n.charCodeAt(0) - 48] ?? '';
+      i++;
+    } else if (c === '\\' && n !== undefined) {
+      out += n;
+      i++;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/** The parts of an apr_uri_t that apr_uri_unparse uses. */
+export interface ParsedUri {
+  scheme?: string;
+  user?: string;
+  password?: string;
+  hostname?: string;
+  portStr?: string;
+  path?: string;
+  query?: string;
+  fragment?: string;
+}
+
+const SCHEME_PORTS: Record<string, number> = {
+  http: 80, ftp: 21, https: 443, gopher: 70, ldap: 389, nntp: 119, snews: 563, imap: 143, pop: 110,
+  sip: 5060, rtsp: 554, wais: 210, 'z39.50r': 210, 'z39.50s': 210, prospero: 191, nfs: 2049, tip: 3372,
+  acap: 674, telnet: 23, ssh: 22,
+};
+
+/** apr_uri_parse (the parts mod_alias needs). */
+export function parseUri(s: string): ParsedUri {
+  const u: ParsedUri = {};
+  let rest = s;
+  const withPath = (p: string): ParsedUri => {
+    const h = p.indexOf('#');
+    const q = p.indexOf('?');
+    const pathEnd = Math.min(q < 0 ? p.length : q, h < 0 ? p.length : h);
+    if (pathEnd > 0) u.path = p.slice(0, pathEnd);
+    if (q >= 0 && (h < 0 || q < h)) u.query = p.slice(q + 1, h < 0 ? p.length : h);
+    if (h >= 0) u.fragment = p.slice(h + 1);
+    return u;
+  };
+  if (rest.startsWith('/') && !rest.startsWith('//')) return withPath(rest);
+  if (!rest.startsWith('//')) {
+    const m = /^[A-Za-z0-9+.-]+:/.exec(rest);
+    if (!m) return withPath(rest);
+    u.scheme = m[0].slice(0, -1);
+    rest = rest.slice(m[0].length);
+    if (!rest.startsWith('//')) return withPath(rest);
+  }
+  rest = rest.slice(2);
+  let end = rest.search(/[/?#]/);
+  if (end < 0) end = rest.length;
+  let hostinfo = rest.slice(0, end);
+  const at = hostinfo.lastIndexOf('@');
+  if (at >= 0) {
+    const userinfo = hostinfo.slice(0, at);
+    const colon = userinfo.indexOf(':');
+    if (colon >= 0) {
+      u.user = userinfo.slice(0, colon);
+      u.password = userinfo.slice(colon + 1);
+    } else {
+      u.user = userinfo;
+    }
+    hostinfo = hostinfo.slice(at + 1);
+  }
+  let portSep = -1;
+  if (hostinfo.startsWith('[')) {
+    const close = hostinfo.indexOf(']');
+    u.hostname = hostinfo.slice(1, close < 0 ? hostinfo.length : close);
+    if (close >= 0 && hostinfo[close + 1] === ':') portSep = close + 1;
+  } else {
+    portSep = hostinfo.lastIndexOf(':');
+    u.hostname = portSep < 0 ? hostinfo : hostinfo.slice(0, portSep);
+  }
+  if (portSep >= 0) u.portStr = hostinfo.slice(portSep + 1);
+  return withPath(rest.slice(end));
+}
+
+/** apr_uri_unparse(APR_URI_UNP_OMITQUERY): no query or fragment, the password hidden and a
+ *  scheme's default port dropped. */
+export function unparseUriOmitQuery(u: ParsedUri): string {
+  let ret = '';
+  if (u.user !== undefined || u.password !== undefined) {
+    ret = (u.user ?? '') + (u.password !== undefined ? ':XXXXXXXX' : '') + '@';
+  }
+  if (u.hostname !== undefined) {
+    const port = u.portStr !== undefined ? parseInt(u.portStr, 10) || 0 : 0;
+    const isDefault = u.portStr === undefined || port === 0 || port === SCHEME_PORTS[(u.scheme ?? '').toLowerCase()];
+    const v6 = u.hostname.includes(':');
+    ret = `//${ret}${v6 ? '[' : ''}${u.hostname}${v6 ? ']' : ''}${isDefault ? '' : ':' + u.portStr}`;
+  }
+  if (u.scheme !== undefined) ret = `${u.scheme}:${ret}`;
+  return ret + (u.path ?? '');
+}
+
+/** The URI-escaping of a computed redirect target: escape all but the query and fragment. */
+export function escapeRedirectTarget(found: string): string {
+  const u = parseUri(found);
+  let out = escapePath(unparseUriOmitQuery(u));
+  if (u.query !== undefined) out += `?${u.query}`;
+  if (u.fragment !== undefined) out += `#${u.fragment}`;
+  return out;
+}
+
+interface Found {
+  readonly target: string;
+  readonly status: number;
+}
+
+/** try_redirect: the one-argument Redirect of a <Location>. */
+function tryRedirect(r: Request, d: Readonly<AliasDirConfig>): Found | undefined {
+  if (!d.redirectSet) return undefined;
+  const target = d.redirect ? escapeRedirectTarget(d.redirect.evaluate(r)) : '';
+  return { target, status: d.redirectStatus };
+}
+
+/** try_alias_list: the first matching entry, with its handler applied to r. */
+export function tryAliasList(r: Request, list: readonly AliasEntry[], isRedir: boolean): Found | undefined {
+  for (const alias of list) {
+    let found: string | undefined;
+    if (alias.regexp) {
+      const m = alias.regexp.exec(r.uri);
+      if (m) {
+        if (alias.real !== undefined) {
+          found = pregsub(alias.real, m);
+          if (isRedir) found = escapeRedirectTarget(found);
+        } else {
+          found = '';
+        }
+      }
+    } else {
+      const l = aliasMatches(r.uri, alias.fake);
+      if (l > 0) {
+        const real = alias.real ?? '';
+        found = isRedir ? real + escapePath(r.uri.slice(l)) : real + r.uri.slice(l);
+      }
+    }
+    if (found !== undefined) {
+      if (alias.handler) {
+        // Set the handler, and leave a note for mod_cgi.
+        r.handler = alias.handler;
+        r.notes.set('alias-forced-type', alias.handler);
+      }
+      if (!isRedir) found = r.rt.ctx.serverRootRelative(found);
+      return { target: found, status: alias.redirStatus };
+    }
+  }
+  return undefined;
+}
+
+/** try_alias: the one-argument Alias / ScriptAlias of a <Location>. */
+function tryAlias(r: Request, d: Readonly<AliasDirConfig>): string | undefined {
+  if (!d.alias) return undefined;
+  let found = d.alias.evaluate(r);
+  if (d.aliasFake !== undefined && d.aliasPreservePath === true) {
+    const l = aliasMatches(r.uri, d.aliasFake);
+    if (l > 0) found += r.uri.slice(l);
+  }
+  if (d.handler) {
+    r.handler = d.handler;
+    r.notes.set('alias-forced-type', d.handler);
+  }
+  return r.rt.ctx.serverRootRelative(found);
+}
+
+/** Answers a matched redirect: absolute Location (unless RedirectRelative), the query string
+ *  appended when the target has none; the status is returned for the core to answer with. */
+function answerRedirect(r: Request, found: Found, d: Readonly<AliasDirConfig>, debugTag: string, errTag: string): number {
+  let status = found.status;
+  let ret = found.target;
+  if (isHttpRedirect(status)) {
+    let valid = true;
+    if (d.allowRelative !== true || !ret.startsWith('/')) {
+      if (ret.startsWith('/')) {
+        const orig = ret;
+        ret = r.rt.constructUrl(r, ret);
+        r.log('alias', APLOG_DEBUG, `${debugTag}: incomplete redirection target of '${orig}' for URI '${r.uri}' modified to '${ret}'`);
+      }
+      if (!isUrl(ret)) {
+        status = 500;
+        valid = false;
+        r.log('alias', APLOG_ERR, `${errTag}: cannot redirect '${r.uri}' to '${ret}'; target is not a valid absoluteURI or abs_path`);
+      }
+    }
+    if (valid) {
+      if (r.args !== undefined && !ret.includes('?')) ret = `${ret}?${r.args}`;
+      r.headersOut.set('Location', ret);
+    }
+  }
+  return status;
+}
+
+/** translate_alias_redir. */
+function translateAliasRedir(r: Request): number {
+  if (r.uri !== '' && r.uri[0] !== '/') return DECLINED;
+  const sconf = self.server(r.server);
+  const d = self.dir(r);
+  const redir = tryRedirect(r, d) ?? (sconf.redirects.length ? tryAliasList(r, sconf.redirects, true) : undefined);
+  if (redir) return answerRedirect(r, redir, d, 'AH00673', 'AH00674');
+  const alias = tryAlias(r, d) ?? (sconf.aliases.length ? tryAliasList(r, sconf.aliases, false)?.target : undefined);
+  if (alias !== undefined) {
+    r.filename = alias;
+    return OK;
+  }
+  return DECLINED;
+}
+
+/** fixup_redir: redirects of the request's directory and location sections. */
+function fixupRedir(r: Request): number {
+  const d = self.dir(r);
+  const redir = tryRedirect(r, d) ?? (d.redirects.length ? tryAliasList(r, d.redirects, true) : undefined);
+  if (redir) return answerRedirect(r, redir, d, 'AH00675', 'AH00676');
+  return DECLINED;
+}
+
+// ---- the module -----------------------------------------------------------------------------
+
+const self = defineModule<AliasServerConfig, AliasDirConfig>({
+  name: 'alias_module',
+  source: 'mod_alias.c',
+  apiVersion: MODULE_API_VERSION,
+  createServerConfig,
+  mergeServerConfig,
+  createDirConfig,
+  mergeDirConfig,
+  directives: [
+    directive<AliasServerConfig, AliasDirConfig, 'TAKE12'>({
+      name: 'Alias', args: 'TAKE12', where: RSRC_CONF | ACCESS_CONF,
+      help: 'a fakename and a realname, or a realname in a Location',
+      handler: addAlias(undefined),
+    }),
+    directive<AliasServerConfig, AliasDirConfig, 'TAKE12'>({
+      name: 'ScriptAlias', args: 'TAKE12', where: RSRC_CONF | ACCESS_CONF,
+      help: 'a fakename and a realname, or a realname in a Location',
+      handler: addAlias('cgi-script'),
+    }),
+    directive<AliasServerConfig, AliasDirConfig, 'TAKE123'>({
+      name: 'Redirect', args: 'TAKE123', where: OR_FILEINFO,
+      help: 'an optional status, then document to be redirected and destination URL',
+      handler: (cmd, a1, a2, a3) => addRedirectInternal(cmd, 302, a1, a2, a3, false),
+    }),
+    directive<AliasServerConfig, AliasDirConfig, 'TAKE2'>({
+      name: 'AliasMatch', args: 'TAKE2', where: RSRC_CONF,
+      help: 'a regular expression and a filename',
+      handler: addAliasRegex(undefined),
+    }),
+    directive<AliasServerConfig, AliasDirConfig, 'TAKE2'>({
+      name: 'ScriptAliasMatch', args: 'TAKE2', where: RSRC_CONF,
+      help: 'a regular expression and a filename',
+      handler: addAliasRegex('cgi-script'),
+    }),
+    directive<AliasServerConfig, AliasDirConfig, 'TAKE23'>({
+      name: 'RedirectMatch', args: 'TAKE23', where: OR_FILEINFO,
+      help: 'an optional status, then a regular expression and destination URL',
+      handler: (cmd, a1, a2, a3) => addRedirectInternal(cmd, 302, a1, a2, a3, true),
+    }),
+    directive<AliasServerConfig, AliasDirConfig, 'TAKE2'>({
+      name: 'RedirectTemp', args: 'TAKE2', where: OR_FILEINFO,
+      help: 'a document to be redirected, then the destination URL',
+      handler: (cmd, a1, a2) => addRedirectInternal(cmd, 302, a1, a2, undefined, false),
+    }),
+    directive<AliasServerConfig, AliasDirConfig, 'TAKE2'>({
+      name: 'RedirectPermanent', args: 'TAKE2', where: OR_FILEINFO,
+      help: 'a document to be redirected, then the destination URL',
+      handler: (cmd, a1, a2) => addRedirectInternal(cmd, 301, a1, a2, undefined, false),
+    }),
+    directive<AliasServerConfig, AliasDirConfig, 'FLAG'>({
+      name: 'RedirectRelative', args: 'FLAG', where: RSRC_CONF | ACCESS_CONF,
+      help: 'Set to ON to allow relative redirect targets to be issued as-is',
+      handler: (cmd, on) => { cmd.dir.allowRelative = on; },
+    }),
+    directive<AliasServerConfig, AliasDirConfig, 'FLAG'>({
+      name: 'AliasPreservePath', args: 'FLAG', where: RSRC_CONF | ACCESS_CONF,
+      help: 'Set to ON to map the full path after the fakename to the realname.',
+      handler: (cmd, on) => { cmd.dir.aliasPreservePath = on; },
+    }),
+  ],
+  hooks: {
+    translateName: { fn: translateAliasRedir, order: HOOK_MIDDLE, successors: ['mod_userdir.c', 'mod_vhost_alias.c'] },
+    fixups: { fn: fixupRedir, order: HOOK_MIDDLE },
+  },
+});
+
+export default self;
+
+// ---- string expressions ---------------------------------------------------------------------
+// The one-argument forms take a string-valued ap_expr (AP_EXPR_FLAG_STRING_RESULT): literal
+// text with %{VARIABLE}, %{function:argument} and $0..$9, compiled once at configuration time,
+// with parse errors worded as httpd's parser words them. This is the string subset only; when
+// the core has a full expression engine, mod_alias should use it instead.
+
+
+export interface StringExpr {
+  readonly source: string;
+  evaluate(r: Request): string;
+}
+
+type Part = (r: Request) => string;
+
+const pad2 = (n: number): string => String(n).padStart(2, '0');
+
+/** Request variables httpd's expression parser knows (util_expr_eval.c), upper case. */
+const VARIABLES: Record<string, Part> = {
+  HTTP_ACCEPT: (r) => r.headersIn.get('Accept') ?? '',
+  HTTP_COOKIE: (r) => r.headersIn.get('Cookie') ?? '',
+  HTTP_FORWARDED: (r) => r.headersIn.get('Forwarded') ?? '',
+  HTTP_HOST: (r) => r.headersIn.get('Host') ?? '',
+  HTTP_PROXY_CONNECTION: (r) => r.headersIn.get('Proxy-Connection') ?? '',
+  HTTP_REFERER: (r) => r.headersIn.get('Referer') ?? '',
+  HTTP_USER_AGENT: (r) => r.headersIn.get('User-Agent') ?? '',
+  REQUEST_METHOD: (r) => r.method,
+  REQUEST_SCHEME: (r) => r.server.scheme ?? 'http',
+  REQUEST_URI: (r) => r.uri,
+  DOCUMENT_URI: (r) => r.uri,
+  REQUEST_FILENAME: (r) => (r.filename !== '' ? r.filename : r.uri),
+  SCRIPT_FILENAME: (r) => (r.filename !== '' ? r.filename : r.uri),
+  REMOTE_HOST: (r) => r.connection.remoteHost ?? r.connection.remoteIp,
+  REMOTE_IDENT: () => '',
+  REMOTE_USER: (r) => r.user ?? '',
+  SERVER_ADMIN: (r) => r.server.serverAdmin ?? '',
+  SERVER_NAME: (r) => (r.hostname !== '' ? r.hostname : r.server.serverHostname ?? ''),
+  SERVER_PORT: (r) => String(r.server.port || r.connection.localPort),
+  SERVER_PROTOCOL: (r) => r.protocol,
+  PATH_INFO: (r) => r.pathInfo,
+  QUERY_STRING: (r) => r.args ?? '',
+  IS_SUBREQ: (r) => (r.main !== null ? 'true' : 'false'),
+  DOCUMENT_ROOT: () => '',
+  AUTH_TYPE: (r) => r.apAuthType ?? '',
+  THE_REQUEST: (r) => r.theRequest,
+  CONTENT_TYPE: (r) => r.contentType ?? '',
+  HANDLER: (r) => r.handler ?? '',
+  REQUEST_LOG_ID: () => '',
+  SCRIPT_USER: () => '',
+  SCRIPT_GROUP: () => '',
+  LAST_MODIFIED: () => '',
+  CONTEXT_PREFIX: () => '',
+  CONTEXT_DOCUMENT_ROOT: () => '',
+  REQUEST_STATUS: (r) => String(r.status),
+  REMOTE_ADDR: (r) => r.connection.remoteIp,
+  REMOTE_PORT: (r) => String(r.connection.remotePort),
+  HTTPS: (r) => (r.server.scheme === 'https' ? 'on' : 'off'),
+  IPV6: (r) => (r.connection.remoteIp.includes(':') ? 'on' : 'off'),
+  CONN_LOG_ID: () => '',
+  CONN_REMOTE_ADDR: (r) => r.connection.remoteIp,
+  TIME_YEAR: () => String(new Date().getFullYear()),
+  TIME_MON: () => pad2(new Date().getMonth() + 1),
+  TIME_DAY: () => pad2(new Date().getDate()),
+  TIME_HOUR: () => pad2(new Date().getHours()),
+  TIME_MIN: () => pad2(new Date().getMinutes()),
+  TIME_SEC: () => pad2(new Date().getSeconds()),
+  TIME_WDAY: () => String(new Date().getDay()),
+  TIME: () => {
+    const d = new Date();
+    return `${d.getFullYear()}${pad2(d.getMonth() + 1)}${pad2(d.getDate())}${pad2(d.getHours())}${pad2(d.getMinutes())}${pad2(d.getSeconds())}`;
+  },
+  SERVER_SOFTWARE: () => 'Apache',
+  API_VERSION: () => '',
+  HTTP2: () => 'off',
+};
+
+function unescapeUrl(s: string): string {
+  return s.replace(/%([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+}
+
+const asciiLower = (s: string): string => s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
+const asciiUpper = (s: string): string => s.replace(/[a-z]+/g, (m) => m.toUpperCase());
+
+/** String functions (%{name:arg}), lower case. */
+const FUNCTIONS: Record<string, (r: Request, arg: string) => string> = {
+  req: (r, a) => r.headersIn.get(a) ?? '',
+  http: (r, a) => r.headersIn.get(a) ?? '',
+  req_novary: (r, a) => r.headersIn.get(a) ?? '',
+  resp: (r, a) => r.headersOut.get(a) ?? '',
+  reqenv: (r, a) => r.subprocessEnv.get(a) ?? '',
+  v: (r, a) => r.subprocessEnv.get(a) ?? '',
+  env: (r, a) => r.notes.get(a) ?? r.subprocessEnv.get(a) ?? process.env[a] ?? '',
+  osenv: (_r, a) => process.env[a] ?? '',
+  note: (r, a) => r.notes.get(a) ?? '',
+  tolower: (_r, a) => asciiLower(a),
+  toupper: (_r, a) => asciiUpper(a),
+  escape: (_r, a) => escapePath(a),
+  unescape: (_r, a) => unescapeUrl(a),
+  base64: (_r, a) => Buffer.from(a, 'latin1').toString('base64'),
+  unbase64: (_r, a) => Buffer.from(a, 'base64').toString('latin1'),
+  md5: (_r, a) => createHash('md5').update(Buffer.from(a, 'latin1')).digest('hex'),
+  sha1: (_r, a) => createHash('sha1').update(Buffer.from(a, 'latin1')).digest('hex'),
+};
+
+class ExprError extends Error {}
+
+const isIdStart = (c: string | undefined): boolean => c !== undefined && /[A-Za-z]/.test(c);
+const isIdChar = (c: string | undefined): boolean => c !== undefined && /[A-Za-z0-9_]/.test(c);
+
+/** Parses a string expression; returns the compiled form or httpd's parse error text. */
+export function parseStringExpr(source: string): StringExpr | { error: string } {
+  let pos = 0;
+  const s = source;
+
+  // A sequence of parts up to the end (top level) or an unescaped '}' (function argument).
+  const parseParts = (inFunction: boolean): Part[] => {
+    const parts: Part[] = [];
+    let lit = '';
+    const flush = (): void => {
+      if (lit !== '') {
+        const v = lit;
+        parts.push(() => v);
+        lit = '';
+      }
+    };
+    while (pos < s.length) {
+      const c = s[pos]!;
+      if (inFunction && c === '}') {
+        flush();
+        return parts;
+      }
+      if (c === '%' && s[pos + 1] === '{') {
+        flush();
+        pos += 2;
+        parts.push(parseVariable());
+        continue;
+      }
+      if (c === '$' && s[pos + 1] !== undefined && s[pos + 1]! >= '0' && s[pos + 1]! <= '9') {
+        // A regex back-reference: no regex is matched in a string expression, so empty.
+        flush();
+        pos += 2;
+        continue;
+      }
+      if (c === '\\' && pos + 1 < s.length) {
+        lit += unescapeChar();
+        continue;
+      }
+      lit += c;
+      pos++;
+    }
+    if (inFunction) throw new ExprError('Unterminated string or variable');
+    flush();
+    return parts;
+  };
+
+  const unescapeChar = (): string => {
+    const n = s[pos + 1]!;
+    const map: Record<string, string> = { n: '\n', r: '\r', t: '\t', b: '\b', f: '\f' };
+    const oct = /^[0-7]{1,3}/.exec(s.slice(pos + 1));
+    if (oct) {
+      pos += 1 + oct[0].length;
+      return String.fromCharCode(parseInt(oct[0], 8) & 0xff);
+    }
+    const hex = /^x([0-9A-Fa-f]{1,2})/.exec(s.slice(pos + 1));
+    if (hex) {
+      pos += 1 + hex[0].length;
+      return String.fromCharCode(parseInt(hex[1]!, 16));
+    }
+    pos += 2;
+    return map[n] ?? n;
+  };
+
+  const parseVariable = (): Part => {
+    if (pos >= s.length) throw new ExprError('syntax error, unexpected T_ERROR, expecting T_ID: Unterminated string or variable');
+    if (s[pos] === '}') throw new ExprError('syntax error, unexpected T_VAR_END, expecting T_ID');
+    if (!isIdStart(s[pos])) throw new ExprError(`syntax error, unexpected T_ERROR, expecting T_ID: Invalid character in variable name '${s[pos]}'`);
+    const start = pos;
+    while (isIdChar(s[pos])) pos++;
+    const name = s.slice(start, pos);
+    if (pos >= s.length) throw new ExprError("syntax error, unexpected T_ERROR, expecting T_VAR_END or ':': Unterminated string or variable");
+    if (s[pos] === '}') {
+      pos++;
+      const v = VARIABLES[asciiUpper(name)];
+      if (!v) throw new ExprError(`Variable '${name}' does not exist`);
+      return v;
+    }
+    if (s[pos] === ':') {
+      pos++;
+      const args = parseParts(true);
+      pos++; // '}'
+      const f = FUNCTIONS[asciiLower(name)];
+      if (!f) throw new ExprError(`Function '${name}' does not exist`);
+      return (r) => f(r, evalParts(args, r));
+    }
+    throw new ExprError(`syntax error, unexpected T_ERROR, expecting T_VAR_END or ':': Invalid character in variable name '${s[pos]}'`);
+  };
+
+  try {
+    const parts = parseParts(false);
+    return {
+      source,
+      evaluate: parts.length === 1 ? parts[0]! : (r) => evalParts(parts, r),
+    };
+  } catch (e) {
+    if (e instanceof ExprError) return { error: e.message };
+    throw e;
+  }
+}
+
+function evalParts(parts: readonly Part[], r: Request): string {
+  let out = '';
+  for (const p of parts) out += p(r);
+  return out;
+}

@@ -1,0 +1,135 @@
+// The core's request hooks: URL → DocumentRoot path (translate_name), the directory and
+// file walks (map_to_storage), ForceType/SetHandler/AcceptPathInfo (fixups), and the
+// default handler that serves static files (httpd's core.c default_handler).
+
+import * as fs from 'node:fs';
+import type { Request } from '../request/request.js';
+import { DECLINED, OK, DONE } from '../module.js';
+import { coreDir, coreServer } from './core-module.js';
+import { directoryWalk, fileWalk, type Merged } from '../request/walk.js';
+import { APLOG_INFO, APLOG_ERR } from '../log/levels.js';
+import { EOS, type Bucket } from '../filters.js';
+import { toHttpDate } from '../log/time.js';
+import { fileCache } from '../http/file-cache.js';
+import { ETAG_UNSET, ETAG_BACKWARD } from './config.js';
+import { makeEtag } from '../http/etag.js';
+import { meetsConditions } from '../http/conditional.js';
+
+/** DocumentRoot + URI (httpd's core_translate). */
+export function translateName(r: Request): number {
+  if (!r.uri.startsWith('/')) {
+    r.log('core', APLOG_ERR, `AH00126: Invalid URI in request ${r.theRequest}`);
+    return 400;
+  }
+  const root = coreServer(r.server).documentRoot ?? DEFAULT_DOCROOT;
+  r.filename = root === '/' ? r.uri : root + r.uri;
+  r.canonicalFilename = r.filename;
+  return OK;
+}
+export const DEFAULT_DOCROOT = '/usr/local/apache2/htdocs';
+
+/** Directory walk, then file walk (httpd's core_map_to_storage). The merged result is
+ *  left in r.perDirConfig; the location walk is applied after by the lifecycle. */
+export function mapToStorage(r: Request): number {
+  const base: Merged = { key: 's' + r.server.id, vec: r.server.lookupDefaults };
+  const d = directoryWalk(r.rt, r, base);
+  if (typeof d === 'number') return d;
+  const f = fileWalk(r.rt, r, d);
+  r.perDirConfig = f.vec;
+  mergedKeys.set(r, f.key);
+  return OK;
+}
+
+/** The merge-cache key of the storage walk, for the lifecycle's location step. */
+export const mergedKeys = new WeakMap<Request, string>();
+
+/** ForceType, SetHandler and AcceptPathInfo (httpd's core_override_type, a fixup). */
+export function coreOverrideType(r: Request): number {
+  const c = coreDir(r);
+  if (c.forceType !== undefined && c.forceType !== 'none') r.contentType = c.forceType;
+  if (c.handler !== undefined && c.handler !== 'none') r.handler = c.handler;
+  if (r.usedPathInfo === 'default' && c.acceptPathInfo !== undefined) r.usedPathInfo = c.acceptPathInfo;
+  return OK;
+}
+
+/** No core type checker in httpd: this placeholder declines so mod_mime decides. */
+export function coreTypeChecker(_r: Request): number {
+  return DECLINED;
+}
+
+/** The Allow header value for what the default handler accepts. */
+export function standardAllow(r: Request): string {
+  const trace = coreServer(r.server).traceEnable !== 'off';
+  return trace ? 'GET,POST,OPTIONS,HEAD,TRACE' : 'GET,POST,OPTIONS,HEAD';
+}
+
+/** httpd's default_handler: serves the mapped file for GET/HEAD (and POST with a script). */
+export function defaultHandler(r: Request): number | Promise<number> {
+  const method = r.method;
+  if (r.body && !r.body.done) {
+    return r.body.discard(coreDir(r).limitRequestBody ?? 0).then((st) => (st !== OK ? st : serve(r)));
+  }
+  return serve(r);
+
+  function serve(r: Request): number | Promise<number> {
+    if (method === 'GET' || method === 'HEAD' || method === 'POST') {
+      if (!r.finfo) {
+        r.log('core', APLOG_INFO, `AH00128: File does not exist: ${r.filename}${r.pathInfo}`);
+        return 404;
+      }
+      if (r.finfo.isDirectory()) {
+        r.log('core', APLOG_INFO, `AH00129: Attempt to serve directory: ${r.filename}`);
+        return 404;
+      }
+      if (r.usedPathInfo !== 'on' && r.pathInfo !== '') {
+        r.log('core', APLOG_INFO, `AH00130: File does not exist: ${r.filename}${r.pathInfo}`);
+        return 404;
+      }
+      if (method === 'POST') {
+        r.log('core', APLOG_ERR, `AH00131: This resource does not accept the ${r.method} method.`);
+        r.headersOut.set('Allow', standardAllow(r));
+        return 405;
+      }
+      return sendFile(r);
+    }
+    if (method === 'OPTIONS') {
+      r.headersOut.set('Allow', standardAllow(r));
+      r.headersOut.set('Content-Length', '0');
+      r.clength = 0;
+      const w = r.write([EOS]);
+      return w instanceof Promise ? w.then(() => OK) : OK;
+    }
+    r.headersOut.set('Allow', standardAllow(r));
+    return 405;
+  }
+}
+
+function sendFile(r: Request): number | Promise<number> {
+  const st = r.finfo!;
+  const entry = fileCache.get(r.filename, st);
+  if (entry === null) {
+    r.log('core', APLOG_ERR, `AH00132: file permissions deny server access: ${r.filename}`, { code: 13, text: 'Permission denied' });
+    return 403;
+  }
+  const c = coreDir(r);
+  r.mtime = Math.min(st.mtimeMs, r.requestTime);
+  r.headersOut.set('Last-Modified', toHttpDate(r.mtime));
+  let bits = c.etagBits === ETAG_UNSET ? (c.etagAdd | ETAG_BACKWARD) & ~c.etagRemove : c.etagBits;
+  const etag = makeEtag(r, st, bits);
+  if (etag) r.headersOut.set('ETag', etag);
+  r.headersOut.set('Accept-Ranges', 'bytes');
+  r.clength = st.size;
+  r.headersOut.set('Content-Length', String(st.size));
+  const cond = meetsConditions(r);
+  const bb: Bucket[] = [];
+  if (cond !== OK) {
+    r.status = cond;
+  } else if (st.size > 0) {
+    bb.push({ kind: 'file', path: r.filename, start: 0, length: st.size, cached: entry.data });
+  }
+  bb.push(EOS);
+  const w = r.write(bb);
+  return w instanceof Promise ? w.then(() => OK) : OK;
+}
+
+export { DONE };

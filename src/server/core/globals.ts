@@ -1,0 +1,44 @@
+// Server-wide settings that belong to no one server (httpd keeps them in globals):
+// Listen addresses, PidFile, ServerTokens, Mutex lines, and MPM limits.
+
+import type { ConfigContext } from '../config/context.js';
+import type { ServerTokens } from './config.js';
+
+export interface ListenSpec {
+  /** Address to bind, undefined for all addresses. */
+  readonly host: string | undefined;
+  readonly port: number;
+  readonly protocol: string;
+  readonly text: string;
+}
+
+export interface Globals {
+  listeners: ListenSpec[];
+  listenBacklog: number;
+  pidFile: string | undefined;
+  runtimeDir: string | undefined;
+  serverTokens: ServerTokens;
+  mutexes: string[];
+  gracefulShutdownTimeout: number;
+  extendedStatus: boolean | undefined;
+  mergeSlashes: boolean;
+  registeredMethods: Set<string>;
+  /** Directives accepted for compatibility with no run-time effect in plume. */
+  recorded: string[];
+}
+
+export function globals(ctx: ConfigContext): Globals {
+  return ctx.getScratch<Globals>('core:globals', () => ({
+    listeners: [],
+    listenBacklog: 511,
+    pidFile: undefined,
+    runtimeDir: undefined,
+    serverTokens: 'Full',
+    mutexes: [],
+    gracefulShutdownTimeout: 0,
+    extendedStatus: undefined,
+    mergeSlashes: true,
+    registeredMethods: new Set(),
+    recorded: [],
+  }));
+}

@@ -1,0 +1,52 @@
+// Virtual host selection as httpd's vhost.c: first by the address and port the connection
+// arrived on (exact address, then "*", then "_default_"), then — when several vhosts share
+// that address:port, which in 2.4 makes them name-based implicitly — by the Host header
+// against ServerName and ServerAlias, falling back to the first of them.
+
+import type { ConfigContext } from '../config/context.js';
+import type { ServerRec } from '../server-rec.js';
+
+export class VirtualHosts {
+  private readonly byAddr = new Map<string, readonly ServerRec[]>();
+  constructor(private readonly ctx: ConfigContext) {}
+
+  /** The vhosts that may answer on this local address and port ([] = the main server). */
+  candidates(localIp: string, localPort: number): readonly ServerRec[] {
+    const key = localIp + ' ' + localPort;
+    let c = this.byAddr.get(key);
+    if (c === undefined) {
+      c = this.compute(normalizeIp(localIp), localPort);
+      this.byAddr.set(key, c);
+    }
+    return c;
+  }
+
+  private compute(ip: string, port: number): readonly ServerRec[] {
+    const exact: ServerRec[] = [];
+    const star: ServerRec[] = [];
+    const dflt: ServerRec[] = [];
+    for (const v of this.ctx.vhosts) {
+      for (const a of v.addrs) {
+        if (a.port !== 0 && a.port !== port) continue;
+        if (a.host === '_default_') { if (!dflt.includes(v)) dflt.push(v); }
+        else if (a.host === '*' || a.host === '0.0.0.0' || a.host === '::') { if (!star.includes(v)) star.push(v); }
+        else if (normalizeIp(a.host) === ip) { if (!exact.includes(v)) exact.push(v); }
+      }
+    }
+    if (exact.length) return exact;
+    if (star.length) return star;
+    return dflt;
+  }
+
+  /** The server for a request: name-based among the candidates, else the first. */
+  select(candidates: readonly ServerRec[], host: string): ServerRec {
+    if (candidates.length === 0) return this.ctx.mainServer;
+    if (candidates.length === 1 || host === '') return candidates[0]!;
+    for (const v of candidates) if (v.matchesName(host)) return v;
+    return candidates[0]!;
+  }
+}
+
+function normalizeIp(ip: string): string {
+  return ip.startsWith('::ffff:') ? ip.slice(7) : ip;
+}

@@ -1,0 +1,313 @@
+// Writing a response: the output filter chain's protocol end (content length, the HTTP
+// header filter with httpd's header order and keep-alive rules, the network writer), and
+// generated error pages (ap_send_error_response).
+
+import type { Runtime } from '../runtime.js';
+import type { Request } from '../request/request.js';
+import type { Brigade, Bucket, FilterInstance } from '../filters.js';
+import { linkChain, instantiate, insertFilter, EOS, FTYPE_PROTOCOL, FTYPE_NETWORK, type FilterSpec } from '../filters.js';
+import { runVoid } from '../hooks.js';
+import { coreDir } from '../core/core-module.js';
+import { globals } from '../core/globals.js';
+import { serverBanner } from '../version.js';
+import { httpDate } from '../log/time.js';
+import { STATUS_LINES, cannedError, DOCTYPE, statusLine } from './status.js';
+import { strip304Headers } from './conditional.js';
+import { byterangeFilter, needsByterange } from './byterange.js';
+import type { MaybePromise } from '../module.js';
+
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"]/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : '&quot;'));
+}
+
+export function isValidStatus(s: number): boolean {
+  return s >= 100 && s <= 599;
+}
+
+/** The port to put in self-referential URLs (ap_get_server_port). */
+function serverPort(r: Request): number {
+  const c = coreDir(r);
+  const ucn = c.useCanonicalName ?? 'off';
+  if (ucn === 'on' || ucn === 'dns') {
+    if (c.useCanonicalPhysicalPort === 'on') return r.connection.localPort;
+    return r.server.port || r.connection.localPort;
+  }
+  if (r.parsedPort) return r.parsedPort;
+  if (c.useCanonicalPhysicalPort === 'on') return r.connection.localPort;
+  return r.server.port || r.connection.localPort;
+}
+
+/** The host name for self-referential URLs (ap_get_server_name). */
+export function serverName(r: Request): string {
+  const ucn = coreDir(r).useCanonicalName ?? 'off';
+  if (ucn === 'on') return r.server.serverHostname ?? r.connection.localIp;
+  if (ucn === 'dns') return r.connection.localIp;
+  return r.hostname || r.server.serverHostname || r.connection.localIp;
+}
+
+/** ap_construct_url. */
+export function constructUrl(r: Request, uri: string): string {
+  const scheme = r.server.scheme ?? 'http';
+  const port = serverPort(r);
+  let host = serverName(r);
+  if (host.includes(':') && !host.startsWith('[')) host = `[${host}]`;
+  const def = scheme === 'https' ? 443 : 80;
+  return `${scheme}://${host}${port === def ? '' : ':' + port}${uri}`;
+}
+
+/** ap_psignature: the <address> footer per ServerSignature. */
+export function signature(r: Request, prefix: string): string {
+  const sig = coreDir(r).serverSignature ?? 'off';
+  if (sig === 'off') return '';
+  const banner = serverBanner(globals(r.rt.ctx).serverTokens);
+  const name = escapeHtml(serverName(r));
+  const port = serverPort(r);
+  if (sig === 'email') {
+    const admin = r.server.serverAdmin ?? '[no address given]';
+    return `${prefix}<address>${banner} Server at <a href="mailto:${escapeHtml(admin)}">${name}</a> Port ${port}</address>\n`;
+  }
+  return `${prefix}<address>${banner} Server at ${name} Port ${port}</address>\n`;
+}
+
+// ---- the protocol end of the chain ------------------------------------------------------
+
+interface HeaderState { sent: boolean }
+
+/** CONTENT_LENGTH + HTTP_HEADER: computes the length when the whole body is in the first
+ *  brigade, otherwise uses chunked encoding (HTTP/1.1) or closes the connection. */
+const httpHeaderFilter: FilterSpec<HeaderState> = {
+  name: 'HTTP_HEADER',
+  type: FTYPE_PROTOCOL + 5,
+  init: () => ({ sent: false }),
+  filter(f, bb) {
+    const r = f.r;
+    if (!f.state.sent) {
+      f.state.sent = true;
+      const complete = bb.length > 0 && bb[bb.length - 1]!.kind === 'eos';
+      if (complete && !r.headersOut.has('Content-Length') && r.status !== 304 && r.status !== 204) {
+        let len = 0;
+        for (const b of bb) if (b.kind === 'data') len += b.data.length; else if (b.kind === 'file') len += b.length;
+        r.headersOut.set('Content-Length', String(len));
+      }
+      writeHead(r, complete);
+    }
+    return f.pass(bb);
+  },
+};
+
+function chunked(r: Request): boolean {
+  return (r as Request & { chunked?: boolean }).chunked === true;
+}
+
+/** Serialises the status line and headers (ap_http_header_filter / ap_set_keepalive). */
+function writeHead(r: Request, complete: boolean): void {
+  r.headersSent = true;
+  if (r.assbackwards) return;
+  const c = r.connection;
+  const status = r.status;
+  let out = r.headersOut;
+  if (r.errHeadersOut.size) out = r.errHeadersOut.overlay(out);
+  // Content-Language and Content-Type are added last, as httpd does.
+  if (r.contentEncoding) out.set('Content-Encoding', r.contentEncoding);
+  if (r.contentLanguages.length) out.set('Content-Language', r.contentLanguages.join(', '));
+  const hasLength = out.has('Content-Length');
+  const useChunked = !hasLength && !r.headerOnly && status !== 304 && status !== 204 && r.protoNum >= 1001 && !complete;
+  if (useChunked) (r as Request & { chunked?: boolean }).chunked = true;
+  // Keep-alive decision (ap_set_keepalive).
+  const connHdr = (r.headersIn.get('Connection') ?? '').toLowerCase();
+  const wantsClose = /(^|[\s,])close([\s,]|$)/.test(connHdr);
+  const kaSent = /(^|[\s,])keep-alive([\s,]|$)/.test(connHdr);
+  const s = r.server;
+  const left = s.maxKeepAliveRequests - c.keepalives;
+  const wimpy = (out.get('Connection') ?? '').toLowerCase().includes('close');
+  const keep = c.keepAlive
+    && !r.expecting100
+    && (r.headerOnly || hasLength || useChunked || status === 304 || status === 204)
+    && s.keepAlive && s.keepAliveTimeout > 0
+    && (s.maxKeepAliveRequests === 0 || left > 0)
+    && !dropsConnection(status)
+    && !wimpy && !wantsClose
+    && !(r.subprocessEnv.has('nokeepalive') && !r.headersIn.has('Via'))
+    && (kaSent || r.protoNum >= 1001);
+  if (keep) {
+    c.keepalives++;
+    const secs = Math.floor(s.keepAliveTimeout / 1000);
+    out.set('Keep-Alive', s.maxKeepAliveRequests ? `timeout=${secs}, max=${left}` : `timeout=${secs}`);
+    if (r.protoNum < 1001) out.merge('Connection', 'Keep-Alive');
+  } else {
+    c.keepAlive = false;
+    if (r.protoNum >= 1001 || kaSent) out.merge('Connection', 'close');
+  }
+  if (useChunked) { out.merge('Transfer-Encoding', 'chunked'); out.unset('Content-Length'); }
+  const ct = makeContentType(r);
+  if (ct !== undefined && status !== 304) out.set('Content-Type', ct);
+  if (status === 304) strip304Headers(out);
+  const proto = r.protoNum >= 1001 ? 'HTTP/1.1' : r.protoNum === 1000 ? 'HTTP/1.0' : 'HTTP/1.1';
+  const line = r.statusLine && r.statusLine.startsWith(String(status) + ' ') ? r.statusLine : statusLine(status);
+  let head = `${proto} ${line}\r\nDate: ${httpDate()}\r\n`;
+  const server = out.get('Server');
+  head += `Server: ${server ?? serverBanner(globals(r.rt.ctx).serverTokens)}\r\n`;
+  out.forEach((name, value, key) => {
+    if (key === 'date' || key === 'server') return;
+    head += `${name}: ${value}\r\n`;
+  });
+  head += '\r\n';
+  r.headersOut = out;
+  c.bytesOut += head.length;
+  c.wire.write(Buffer.from(head, 'latin1'));
+}
+
+export function dropsConnection(status: number): boolean {
+  return status === 400 || status === 408 || status === 411 || status === 413 || status === 414 || status === 500 || status === 503 || status === 501;
+}
+
+/** ap_make_content_type: AddDefaultCharset for text/plain and text/html without charset. */
+function makeContentType(r: Request): string | undefined {
+  let t = r.contentType;
+  if (t === undefined) return undefined;
+  const cs = coreDir(r).addDefaultCharset;
+  if (cs && !/;\s*charset=/i.test(t)) {
+    const base = t.split(';')[0]!.trim().toLowerCase();
+    if (base === 'text/plain' || base === 'text/html') t = `${t}; charset=${cs}`;
+  }
+  return t;
+}
+
+/** The network end: writes buckets to the socket, with chunked framing when needed. */
+const coreOutputFilter: FilterSpec<null> = {
+  name: 'CORE',
+  type: FTYPE_NETWORK,
+  filter(f, bb) {
+    const r = f.r;
+    const w = r.connection.wire;
+    const ch = chunked(r);
+    const body = !r.headerOnly && r.status !== 304 && r.status !== 204;
+    let pending: Promise<void> | null = null;
+    const run = async (from: number): Promise<void> => {
+      for (let i = from; i < bb.length; i++) await writeBucket(bb[i]!);
+    };
+    const writeBucket = (b: Bucket): MaybePromise<void> => {
+      if (b.kind === 'eos') {
+        r.eosSent = true;
+        if (ch && body) { w.write('0\r\n\r\n'); r.connection.bytesOut += 5; }
+        return;
+      }
+      if (b.kind === 'flush' || !body) return;
+      if (b.kind === 'data') {
+        if (b.data.length === 0) return;
+        r.bytesSent += b.data.length;
+        r.connection.bytesOut += b.data.length;
+        if (ch) { const h = b.data.length.toString(16) + '\r\n'; w.write(h); r.connection.bytesOut += h.length + 2; }
+        const ok = w.write(b.data);
+        if (ch) w.write('\r\n');
+        return ok ? undefined : w.drain();
+      }
+      // file bucket
+      r.bytesSent += b.length;
+      r.connection.bytesOut += b.length;
+      if (ch) { const h = b.length.toString(16) + '\r\n'; w.write(h); r.connection.bytesOut += h.length + 2; }
+      if (b.cached) {
+        const ok = w.write(b.start === 0 && b.length === b.cached.length ? b.cached : b.cached.subarray(b.start, b.start + b.length));
+        if (ch) w.write('\r\n');
+        return ok ? undefined : w.drain();
+      }
+      const p = w.sendFile(b.path, b.start, b.length);
+      return ch ? p.then(() => { w.write('\r\n'); }) : p;
+    };
+    for (let i = 0; i < bb.length; i++) {
+      const res = writeBucket(bb[i]!);
+      if (res instanceof Promise) {
+        pending = res.then(() => run(i + 1));
+        return pending;
+      }
+    }
+    return undefined;
+  },
+};
+
+/** Links the request's chain on first use: module filters, byteranges, header, network. */
+function startChain(rt: Runtime, r: Request): FilterInstance {
+  const chain = r.outputFilters;
+  if (needsByterange(r)) insertFilter(chain, instantiate(byterangeFilter as FilterSpec<unknown>, r));
+  insertFilter(chain, instantiate(httpHeaderFilter as FilterSpec<unknown>, r));
+  insertFilter(chain, instantiate(coreOutputFilter as FilterSpec<unknown>, r));
+  const head = linkChain(chain)!;
+  r.filterHead = head;
+  return head;
+}
+
+export function passBrigade(rt: Runtime, r: Request, bb: Brigade): MaybePromise<void> {
+  let head = r.filterHead;
+  if (!head) head = startChain(rt, r);
+  while (head.removed && head.next) head = head.next;
+  r.filterHead = head;
+  const w = r.connection.wire;
+  w.cork();
+  try {
+    return head.spec.filter(head, bb);
+  } finally {
+    w.uncork();
+  }
+}
+
+/** Sends EOS if the handler did not (ap_finalize_request_protocol). */
+export async function finalizeResponse(rt: Runtime, r: Request): Promise<void> {
+  if (r.eosSent) return;
+  await passBrigade(rt, r, [EOS]);
+}
+
+/** ap_send_error_response: the generated page (or ErrorDocument text) for r.status. */
+export async function sendErrorResponse(rt: Runtime, r: Request, recursiveError: number): Promise<void> {
+  if (r.headersSent) {
+    // Too late for an error page: the body was under way.
+    r.connection.keepAlive = false;
+    await finalizeResponse(rt, r);
+    return;
+  }
+  const status = r.status;
+  let location = r.headersOut.get('Location') ?? r.errHeadersOut.get('Location');
+  if (status === 204 || status === 304) { await finalizeResponse(rt, r); return; }
+  if (!r.assbackwards) {
+    const tmp = r.headersOut;
+    r.headersOut = r.errHeadersOut;
+    r.errHeadersOut = tmp;
+    r.errHeadersOut.clear();
+    if ((status >= 300 && status < 400) || status === 201) {
+      if (location) r.headersOut.set('Location', location);
+      else location = '';
+    }
+    r.contentLanguages = [];
+    r.contentEncoding = undefined;
+    r.clength = 0;
+    r.contentType = r.subprocessEnv.has('suppress-error-charset') ? 'text/html' : 'text/html; charset=iso-8859-1';
+    if (status === 405 || status === 501) {
+      const allow = tmp.get('Allow');
+      r.headersOut.set('Allow', allow ?? 'GET,POST,OPTIONS,HEAD,TRACE');
+    }
+    // The generated page gets no default charset added: it carries its own.
+  }
+  // Filters the handler added do not apply to the error page.
+  r.outputFilters = [];
+  r.filterHead = null;
+  await runVoid(rt.hooks.insertErrorFilter, r);
+  if (r.headerOnly) { await passBrigade(rt, r, [EOS]); return; }
+  const custom = coreDir(r).errorDocuments?.get(status);
+  let body: string;
+  if (custom && custom.startsWith('"') && !recursiveError) {
+    body = custom.slice(1);
+  } else {
+    const title = statusLine(status);
+    const h1 = STATUS_LINES.get(status) ?? '';
+    body = DOCTYPE + `<html><head>\n<title>${title}</title>\n</head><body>\n<h1>${h1}</h1>\n`;
+    body += cannedError(status, {
+      method: r.method, location: location ?? '', admin: r.server.serverAdmin ?? '[no address given]',
+      errorNotes: r.notes.get('error-notes'), escape: escapeHtml,
+    });
+    if (recursiveError) {
+      body += `<p>Additionally, a ${statusLine(recursiveError)}\nerror was encountered while trying to use an ErrorDocument to handle the request.</p>\n`;
+    }
+    body += signature(r, '<hr>\n');
+    body += '</body></html>\n';
+  }
+  await passBrigade(rt, r, [{ kind: 'data', data: Buffer.from(body, 'latin1') }, EOS]);
+}

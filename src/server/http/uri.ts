@@ -1,0 +1,66 @@
+// URL path decoding and normalisation as httpd 2.4 does it (ap_normalize_path,
+// ap_unescape_url, ap_getparents): dot segments resolved, never above the root;
+// %2F refused unless AllowEncodedSlashes; %00 and bad escapes refused.
+
+import type { Request } from '../request/request.js';
+import { APLOG_INFO } from '../log/levels.js';
+import { coreDir } from '../core/core-module.js';
+
+/** Removes "." and ".." segments; returns null when ".." would climb above "/". */
+export function normalizePath(p: string, mergeSlashes: boolean): string | null {
+  const segs = p.split('/');
+  const out: string[] = [];
+  for (let i = 1; i < segs.length; i++) {
+    const s = segs[i]!;
+    const last = i === segs.length - 1;
+    if (s === '.') { if (last) out.push(''); continue; }
+    if (s === '..') {
+      if (out.length === 0) return null;
+      out.pop();
+      if (last) out.push('');
+      continue;
+    }
+    if (s === '' && mergeSlashes && !last) continue;
+    out.push(s);
+  }
+  return '/' + out.join('/');
+}
+
+/** Decodes the URL path of a request; an HTTP status on failure. */
+export function decodeUrlPath(path: string, r?: Request): string | number {
+  const ae = r ? coreDir({ perDirConfig: r.server.lookupDefaults }).allowEncodedSlashes ?? 'off' : 'off';
+  // Normalise before decoding (the encoded form), as httpd 2.4.71 does.
+  const pre = normalizePath(path, true);
+  if (pre === null) {
+    r?.log('core', APLOG_INFO, `AH10244: invalid URI path (${path})`);
+    return 400;
+  }
+  if (!pre.includes('%')) return pre;
+  let out = '';
+  for (let i = 0; i < pre.length; i++) {
+    const c = pre[i]!;
+    if (c !== '%') { out += c; continue; }
+    const hex = pre.slice(i + 1, i + 3);
+    if (!/^[0-9a-fA-F]{2}$/.test(hex)) return 400;
+    const code = parseInt(hex, 16);
+    if (code === 0) return 404;
+    if (code === 0x2f) {
+      if (ae === 'off') {
+        r?.log('core', APLOG_INFO, `AH00026: found %2f (encoded '/') in URI path (${path}), returning 404`);
+        return 404;
+      }
+      out += ae === 'nodecode' ? pre.slice(i, i + 3) : '/';
+      i += 2;
+      continue;
+    }
+    out += String.fromCharCode(code);
+    i += 2;
+  }
+  // Decoded dot segments must not climb either.
+  const post = normalizePath(out, true);
+  if (post === null) {
+    r?.log('core', APLOG_INFO, `AH10244: invalid URI path (${path})`);
+    return 400;
+  }
+  return Buffer.from(post, 'latin1').toString('latin1');
+}

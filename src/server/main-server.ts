@@ -1,0 +1,132 @@
+// Starting a configuration: open the logs, bind the Listen addresses, write the PidFile,
+// drop privileges, serve. A graceful restart reads the configuration again and swaps it in
+// only if it is valid; a broken one is logged and the old one keeps serving.
+
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import type { ConfigContext } from './config/context.js';
+import { Runtime } from './runtime.js';
+import { HttpConnection } from './http/connection.js';
+import { ErrorLog } from './log/error-log.js';
+import { openLogTarget, type LogSink } from './log/log-writer.js';
+import { compileErrorLogFormat } from './log/error-log-format.js';
+import { coreServer } from './core/core-module.js';
+import { globals, type ListenSpec } from './core/globals.js';
+import { StartupError } from './config/errors.js';
+import { DEFAULT_LOG_LEVEL, APLOG_NOTICE } from './log/levels.js';
+import { APACHE_COMPAT_VERSION, PLUME_VERSION } from './version.js';
+
+export interface RunningServer {
+  readonly ctx: ConfigContext;
+  rt: Runtime;
+  close(): Promise<void>;
+}
+
+/** Opens every server's ErrorLog (the main server's default: logs/error_log). */
+export function openErrorLogs(ctx: ConfigContext): void {
+  const sinks = new Map<string, LogSink>();
+  const open = (spec: string): LogSink => {
+    let s = sinks.get(spec);
+    if (!s) {
+      try {
+        s = openLogTarget(spec, (p) => ctx.serverRootRelative(p));
+      } catch (e) {
+        const code = (e as { code?: string }).code;
+        const errno = code === 'ENOENT' ? '(2)No such file or directory' : code === 'EACCES' ? '(13)Permission denied' : `(${code})`;
+        throw new StartupError(`${errno}: AH00091: ${ctx.argv0}: could not open error log file ${ctx.serverRootRelative(spec)}.\nAH00015: Unable to open logs`);
+      }
+      sinks.set(spec, s);
+    }
+    return s;
+  };
+  const main = ctx.mainServer;
+  const mainSpec = main.errorLogSpec ?? 'logs/error_log';
+  const fmt = (s: typeof main): ErrorLog => {
+    const sink = open(s.errorLogSpec ?? mainSpec);
+    const f = coreServer(s).errorLogFormat;
+    if (f !== undefined) {
+      const c = compileErrorLogFormat(f);
+      if (typeof c !== 'string') return new ErrorLog(sink, c);
+    }
+    return new ErrorLog(sink);
+  };
+  main.errorLog = fmt(main);
+  main.logLevel ??= DEFAULT_LOG_LEVEL;
+  for (const v of ctx.vhosts) {
+    v.errorLog = v.errorLogSpec !== undefined || coreServer(v).errorLogFormat !== coreServer(main).errorLogFormat ? fmt(v) : main.errorLog;
+    v.logLevel ??= main.logLevel;
+  }
+  ctx.startupLog = main.errorLog;
+}
+
+function bindAll(ctx: ConfigContext, specs: readonly ListenSpec[], onConn: (s: net.Socket) => void): Promise<net.Server[]> {
+  const servers: net.Server[] = [];
+  return new Promise((resolve, reject) => {
+    let pending = specs.length;
+    if (pending === 0) {
+      reject(new StartupError(`AH00526: Syntax error: no listening sockets available, shutting down\nAH00015: Unable to open logs`));
+      return;
+    }
+    for (const l of specs) {
+      const srv = net.createServer({ noDelay: true }, onConn);
+      srv.on('error', (e: NodeJS.ErrnoException) => {
+        const addr = `${l.host ?? '0.0.0.0'}:${l.port}`;
+        const errno = e.code === 'EADDRINUSE' ? '(98)Address already in use' : e.code === 'EACCES' ? '(13)Permission denied' : e.code === 'EADDRNOTAVAIL' ? '(99)Cannot assign requested address' : `(${e.code})`;
+        for (const s of servers) s.close();
+        reject(new StartupError(`${errno}: AH00072: make_sock: could not bind to address ${addr}\nno listening sockets available, shutting down\nAH00015: Unable to open logs`));
+      });
+      srv.listen({ port: l.port, host: l.host, backlog: globals(ctx).listenBacklog, exclusive: false }, () => {
+        servers.push(srv);
+        if (--pending === 0) resolve(servers);
+      });
+    }
+  });
+}
+
+/** Writes the PidFile through a temporary file and a rename (never a half-written file). */
+export function writePidFile(ctx: ConfigContext): string | undefined {
+  const spec = globals(ctx).pidFile ?? 'logs/httpd.pid';
+  const file = ctx.serverRootRelative(spec);
+  try {
+    if (fs.existsSync(file)) {
+      ctx.log('core', 4, `AH00098: pid file ${file} overwritten -- Unclean shutdown of previous Apache run?`);
+    }
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, `${process.pid}\n`);
+    fs.renameSync(tmp, file);
+    return file;
+  } catch (e) {
+    ctx.log('core', 3, `AH00099: could not create ${file}`);
+    ctx.log('core', 3, `AH00100: ${ctx.argv0}: could not log pid to file ${file}`);
+    return undefined;
+  }
+}
+
+export async function startServer(ctx: ConfigContext, opts: { writePid: boolean; dropPrivileges?: (ctx: ConfigContext) => void }): Promise<RunningServer> {
+  openErrorLogs(ctx);
+  let rt = new Runtime(ctx);
+  const conns = new Set<net.Socket>();
+  const listeners = await bindAll(ctx, globals(ctx).listeners, (sock) => {
+    conns.add(sock);
+    sock.on('close', () => conns.delete(sock));
+    new HttpConnection(sock, running.rt);
+  });
+  const pidFile = opts.writePid ? writePidFile(ctx) : undefined;
+  opts.dropPrivileges?.(ctx);
+  for (const m of ctx.loaded) await m.decl.configHooks?.childInit?.(ctx);
+  ctx.log('mpm_event', APLOG_NOTICE, `AH00489: Apache/${APACHE_COMPAT_VERSION} (Unix) plume/${PLUME_VERSION} configured -- resuming normal operations`);
+  const running: RunningServer = {
+    ctx,
+    rt,
+    async close(): Promise<void> {
+      await Promise.all(listeners.map((l) => new Promise<void>((res) => l.close(() => res()))));
+      for (const s of conns) s.destroy();
+      if (pidFile) { try { fs.unlinkSync(pidFile); } catch { /* gone */ } }
+      for (const m of ctx.loaded) await m.decl.configHooks?.cleanup?.(ctx);
+    },
+  };
+  void rt;
+  void path;
+  return running;
+}
