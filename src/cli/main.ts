@@ -15,6 +15,7 @@ import { coreServer } from '../server/core/core-module.js';
 import { APACHE_COMPAT_VERSION, BUILT, MMN, PLUME_VERSION } from '../server/version.js';
 import { BUILT_IN } from '../modules/core/mod_so.js';
 import { MODULE_API_VERSION } from '../server/module.js';
+import { dropPrivileges } from '../modules/arch/unix/mod_unixd.js';
 
 const HTTPD_ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 const SERVER_CONFIG_FILE = 'conf/httpd.conf';
@@ -303,7 +304,9 @@ async function serve(ctx: ConfigContext, opts: ConfigOptions): Promise<number> {
 }
 
 /** Set by mod_unixd when it is in the catalogue (drops root privileges after binding). */
-export let dropPrivilegesHook: ((ctx: ConfigContext) => void) | undefined;
+export let dropPrivilegesHook: ((ctx: ConfigContext) => void) | undefined = (ctx) => {
+  if (ctx.isLoaded('unixd_module')) dropPrivileges(ctx);
+};
 export function setDropPrivileges(fn: (ctx: ConfigContext) => void): void {
   dropPrivilegesHook = fn;
 }

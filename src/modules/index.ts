@@ -14,14 +14,21 @@ import mpmPrefork from '../mpm/mpm_prefork.js';
 import mime from './http/mod_mime.js';
 import dir from './mappers/mod_dir.js';
 import env from './metadata/mod_env.js';
+import setenvif from './metadata/mod_setenvif.js';
+import headers from './metadata/mod_headers.js';
+import alias from './mappers/mod_alias.js';
+import unixd from './arch/unix/mod_unixd.js';
+import logConfig from './loggers/mod_log_config.js';
+import logio from './loggers/mod_logio.js';
+import authzCore from './aaa/mod_authz_core.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 
 /** Every module, in the order httpd lists them (-l, -M, -L): built-ins first. */
 const ALL: AnyModuleHandle[] = [
-  h(core), h(so), h(watchdog), h(httpCore), h(version),
-  h(mpmEvent), h(mpmWorker), h(mpmPrefork),
-  h(mime), h(dir), h(env),
+  h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
+  h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
+  h(authzCore), h(mime), h(dir), h(alias), h(env), h(setenvif), h(headers),
 ];
 
 /** The optional modules the shipped httpd.conf leaves commented out (spec §9). */

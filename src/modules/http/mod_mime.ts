@@ -385,7 +385,7 @@ export function findContentType(
       const ext = asciiLower(extcase);
       let found = false;
       const exinfo = mappings?.get(ext);
-      if (exinfo === undefined || !exinfo.forcedType) {
+      if (exinfo === undefined || exinfo.forcedType === undefined) {
         const type = types.get(ext);
         if (type !== undefined) {
           res.contentType = type;
@@ -481,7 +481,7 @@ function findCt(r: Request): number {
   }
   if (res.exceptions !== undefined) r.notes.set(MIME_EXCEPTIONS_NOTE, res.exceptions.join('/'));
   for (const w of res.warnings) serverLog(r, APLOG_WARNING, w);
-  return res.contentType === undefined ? DECLINED : OK;
+  return OK;
 }
 
 /** ap_log_error on the request's server (no client part). */

@@ -149,6 +149,13 @@ export function fastRedirect(rr: Request, r: Request): void {
   }
 }
 
+/** The URI ap_sub_req_lookup_uri looks up for `name`: a relative name is taken in the
+ *  directory of r's URI (re-escaped, as the name is an escaped URI). */
+export function subRequestUri(r: Request, name: string): string {
+  if (name.startsWith('/')) return name;
+  return escapePath(r.uri.slice(0, r.uri.lastIndexOf('/') + 1)) + name;
+}
+
 /** The subrequest found a servable resource: 200 and a regular file (or a proxy). */
 function servable(rr: Request): boolean {
   return rr.status === 200 && (rr.handler === 'proxy-server' || (rr.finfo !== null && rr.finfo.isFile()));
@@ -159,7 +166,7 @@ async function fixupDflt(r: Request, d: Readonly<DirConfig>): Promise<number> {
   let name = d.dflt;
   if (name === undefined || name.toLowerCase() === 'disabled') return DECLINED;
   if (r.args !== undefined) name = `${name}?${r.args}`;
-  const rr = await r.rt.lookupUri(r, name);
+  const rr = await r.rt.lookupUri(r, subRequestUri(r, name));
   if (servable(rr)) {
     fastRedirect(rr, r);
     return OK;
@@ -205,7 +212,7 @@ async function fixupDir(r: Request, d: Readonly<DirConfig>): Promise<number> {
     let name = names[i]!;
     // The arguments go with the index, so that the redirect gets them right.
     if (r.args !== undefined) name = `${name}?${r.args}`;
-    const rr = await r.rt.lookupUri(r, name);
+    const rr = await r.rt.lookupUri(r, subRequestUri(r, name));
     // The lookup is liberal (/foo/index.html may be /foo with path info): insist on a file.
     if (servable(rr)) {
       if (d.redirectIndex !== undefined && isHttpRedirect(d.redirectIndex)) {

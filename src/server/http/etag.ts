@@ -94,9 +94,9 @@ export function makeEtag(r: Request, finfo: EtagFileInfo | null, bits: number, o
   return etagWrap(weak, body, vlv);
 }
 
-/** etag_start + etag_end: `[W/]"body"`, or with a variant list validator `[W/]"body;vlv`
- *  (httpd copies the validator, which still carries its closing quote, less its last
- *  character — so its own closing quote stands in for the tag's). */
+/** etag_start + etag_end: `[W/]"body"`, or with a variant list validator `[W/]"body;vlv`.
+ *  httpd copies the validator (after its opening quote) less its last character, so such a
+ *  tag has no closing quote at all: Apache 2.4.71 sends `ETag: "c-60dedc04fb580;660d4a0f4823c`. */
 function etagWrap(weak: boolean, body: string, vlv: string | undefined): string {
   const w = weak ? 'W/' : '';
   if (vlv === undefined) return `${w}"${body}"`;
