@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 const HERE = path.dirname(fileURLToPath(import.meta.url)); // <repo>/dist/bench
 const REPO = path.resolve(HERE, '..', '..');
 const BARE_NODE_JS = path.join(HERE, 'bare-node.js');
-const PLUME_BIN = path.join(REPO, 'bin', 'plume');
+const DEFAULT_PLUME_BIN = path.join(REPO, 'bin', 'plume');
 const RESULTS_DIR = path.join(REPO, 'bench', 'results');
 const APACHE_BIN = '/usr/sbin/apache2';
 const APACHE_MODULES = '/usr/lib/apache2/modules';
@@ -57,10 +57,12 @@ interface Options {
   durationS: number;
   warmupS: number;
   threads: number;
+  runs: number;
   wrkCpus: string | null;
   serverCpus: string | null;
   keep: boolean;
   out: string;
+  plumeBin: string;
 }
 
 const USAGE = `usage: npm run bench -- [options]
@@ -70,12 +72,14 @@ const USAGE = `usage: npm run bench -- [options]
   --duration S         seconds per timed run (default: 10)
   --warmup S           seconds of untimed wrk warm-up before each run (default: 2)
   --threads N          wrk threads (default: 1)
+  --runs N             timed runs per case; the median by req/s is reported (default: 1)
   --pin                pin wrk to the last CPU and the servers to the others
                        (default when the machine has 2 to 8 CPUs)
   --no-pin             no CPU pinning at all
   --wrk-cpus LIST      taskset CPU list for wrk (e.g. 1)
   --server-cpus LIST   taskset CPU list for the servers (e.g. 0)
   --keep               keep the temporary site, configs and logs
+  --plume-bin FILE     plume entry point run with node (default: <repo>/bin/plume)
   --out FILE           JSON output (default: bench/results/latest.json)
 `;
 
@@ -110,10 +114,12 @@ function parseOptions(argv: string[]): Options {
     durationS: 10,
     warmupS: 2,
     threads: 1,
+    runs: 1,
     wrkCpus: null,
     serverCpus: null,
     keep: false,
     out: path.join(RESULTS_DIR, 'latest.json'),
+    plumeBin: DEFAULT_PLUME_BIN,
   };
   const n = cpuCount();
   let pin: boolean | null = null;
@@ -152,6 +158,9 @@ function parseOptions(argv: string[]): Options {
         o.warmupS = Math.round(v);
         break;
       }
+      case '--runs':
+        o.runs = Math.round(positiveNumber('--runs', takeValue()));
+        break;
       case '--threads':
         o.threads = Math.round(positiveNumber('--threads', takeValue()));
         break;
@@ -169,6 +178,9 @@ function parseOptions(argv: string[]): Options {
         break;
       case '--keep':
         o.keep = true;
+        break;
+      case '--plume-bin':
+        o.plumeBin = path.resolve(takeValue());
         break;
       case '--out':
         o.out = path.resolve(takeValue());
@@ -374,10 +386,39 @@ function clkTck(): number {
  * times) over the main pid and all its descendants, keeping the peak; and
  * accounts the CPU time used by the tree and by the load generator.
  */
+interface CpuStat {
+  /** user + nice + system, all CPUs, in ticks */
+  task: number;
+  /** irq + softirq (loopback networking is largely softirq) */
+  irq: number;
+  /** time the hypervisor gave to other guests */
+  steal: number;
+}
+
+function cpuStat(): CpuStat {
+  try {
+    const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+    const f = line.trim().split(/\s+/).slice(1).map(Number);
+    const v = (i: number): number => f[i] ?? 0;
+    return { task: v(0) + v(1) + v(2), irq: v(5) + v(6), steal: v(7) };
+  } catch {
+    return { task: 0, irq: 0, steal: 0 };
+  }
+}
+
+function runnerTicks(): number {
+  const u = process.cpuUsage();
+  return ((u.user + u.system) / 1e6) * clkTck();
+}
+
 class Sampler {
   private timer: NodeJS.Timeout | null = null;
   private startedAt = 0;
   private stoppedAt = 0;
+  private cpu0: CpuStat = { task: 0, irq: 0, steal: 0 };
+  private cpu1: CpuStat = { task: 0, irq: 0, steal: 0 };
+  private runner0 = 0;
+  private runner1 = 0;
   /** pid -> [ticks at first sight (0 if born during the run), last ticks] */
   private serverTicks = new Map<number, [number, number]>();
   private clientTicks = new Map<number, [number, number]>();
@@ -393,6 +434,8 @@ class Sampler {
 
   start(): void {
     this.startedAt = Date.now();
+    this.cpu0 = cpuStat();
+    this.runner0 = runnerTicks();
     this.take(true);
     this.timer = setInterval(() => this.take(false), 100);
   }
@@ -402,6 +445,40 @@ class Sampler {
     this.timer = null;
     this.take(false);
     this.stoppedAt = Date.now();
+    this.cpu1 = cpuStat();
+    this.runner1 = runnerTicks();
+  }
+
+  private perCore(ticks: number): number {
+    const secs = (this.stoppedAt - this.startedAt) / 1000;
+    return secs <= 0 ? 0 : Math.round(((ticks / clkTck()) * 100) / secs);
+  }
+
+  private used(m: Map<number, [number, number]>): number {
+    let ticks = 0;
+    for (const [first, last] of m.values()) ticks += last - first;
+    return ticks;
+  }
+
+  /**
+   * Task CPU time used on the machine by anything but the server, wrk and this
+   * runner during the sampling, in % of one core: other people's work that
+   * competes with the benchmark. High values make the figures unreliable.
+   */
+  get otherCpuPct(): number {
+    const other =
+      this.cpu1.task - this.cpu0.task - this.used(this.serverTicks) - this.used(this.clientTicks) - (this.runner1 - this.runner0);
+    return Math.max(0, this.perCore(other));
+  }
+
+  /** irq + softirq time, % of one core (loopback TCP work not charged to any process). */
+  get irqCpuPct(): number {
+    return this.perCore(this.cpu1.irq - this.cpu0.irq);
+  }
+
+  /** CPU stolen by the hypervisor, % of one core. */
+  get stealCpuPct(): number {
+    return this.perCore(this.cpu1.steal - this.cpu0.steal);
   }
 
   /** CPU used by the server tree during the sampling, in % of one core. */
@@ -415,11 +492,7 @@ class Sampler {
   }
 
   private pct(m: Map<number, [number, number]>): number {
-    const secs = (this.stoppedAt - this.startedAt) / 1000;
-    if (secs <= 0) return 0;
-    let ticks = 0;
-    for (const [first, last] of m.values()) ticks += last - first;
-    return Math.round(((ticks / clkTck()) * 100) / secs);
+    return this.perCore(this.used(m));
   }
 
   private static account(m: Map<number, [number, number]>, pid: number, ticks: number, first: boolean): void {
@@ -674,7 +747,7 @@ async function startServer(name: ServerName, site: Site, opts: Options): Promise
       started =
         name === 'apache'
           ? spawnServer(APACHE_BIN, ['-d', dir, '-f', conf, '-D', 'FOREGROUND'], opts.serverCpus, dir)
-          : spawnServer(process.execPath, [PLUME_BIN, '-X', '-d', dir, '-f', conf], opts.serverCpus, dir);
+          : spawnServer(process.execPath, [opts.plumeBin, '-X', '-d', dir, '-f', conf], opts.serverCpus, dir);
       started.logFiles.push(path.join(dir, 'logs', 'error_log'));
       break;
     }
@@ -701,6 +774,10 @@ async function startServer(name: ServerName, site: Site, opts: Options): Promise
     if (!alive(started.child)) {
       await sleep(50); // let stderr drain
       throw new Error(`exited (${started.child.exitCode ?? started.child.signalCode}): ${failureText(started)}`);
+    }
+    if (shuttingDown) {
+      await stopChild(started.child, 2000);
+      throw new Aborted('interrupted');
     }
     if (await canConnect(port)) break;
     if (Date.now() > deadline) {
@@ -901,6 +978,30 @@ function machineInfo(): Machine {
   };
 }
 
+/** CPU busy over one second before anything starts, and who used it. */
+async function machineBusy(): Promise<{ busyPct: number; top: string }> {
+  const c0 = cpuStat();
+  const p0 = scanProc();
+  const t0 = Date.now();
+  await sleep(1000);
+  const c1 = cpuStat();
+  const p1 = scanProc();
+  const secs = (Date.now() - t0) / 1000;
+  const busyPct = Math.round((((c1.task - c0.task + c1.irq - c0.irq) / clkTck()) * 100) / secs);
+  const users: [string, number][] = [];
+  for (const [pid, st] of p1) {
+    const before = p0.get(pid);
+    const d = st.ticks - (before?.ticks ?? st.ticks);
+    if (d > 0 && pid !== process.pid) users.push([`${st.comm} (pid ${pid})`, Math.round(((d / clkTck()) * 100) / secs)]);
+  }
+  users.sort((a, b) => b[1] - a[1]);
+  const top = users
+    .slice(0, 4)
+    .map(([n, p]) => `${n} ${p}%`)
+    .join(', ');
+  return { busyPct, top: `${top === '' ? 'no long-lived process' : top}; short-lived processes are not listed` };
+}
+
 // ---------------------------------------------------------------- results
 
 interface Row {
@@ -925,6 +1026,14 @@ interface Row {
   serverCpuPct?: number;
   /** CPU time of wrk during the timed run, % of one core (100 = one core saturated) */
   wrkCpuPct?: number;
+  /** CPU time of everything else on the machine (noise), % of one core */
+  otherCpuPct?: number;
+  irqCpuPct?: number;
+  stealCpuPct?: number;
+  /** req/s of every timed run when --runs > 1 (the row reports the median run) */
+  allRequestsPerSec?: number[];
+  /** wrk's own output for the reported run */
+  wrkOutput?: string;
   idleRssMB?: number;
   responseServerHeader?: string;
 }
@@ -936,7 +1045,12 @@ interface Ratio {
   throughput: number | null;
   p99: number | null;
   rss: number | null;
+  /** one of the two rows had other processes using > NOISY_PCT % of a core */
+  noisy: boolean;
 }
+
+/** "others" CPU (% of one core) above which a row is flagged as unreliable */
+const NOISY_PCT = 15;
 
 const mb = (kb: number): number => Math.round((kb / 1024) * 10) / 10;
 
@@ -977,6 +1091,7 @@ function ratios(rows: Row[], opts: Options): Ratio[] {
           throughput: div(p?.requestsPerSec, o?.requestsPerSec),
           p99: div(p?.p99Ms, o?.p99Ms),
           rss: div(p?.peakRssMB, o?.peakRssMB),
+          noisy: (p?.otherCpuPct ?? 0) > NOISY_PCT || (o?.otherCpuPct ?? 0) > NOISY_PCT,
         });
       }
   return out;
@@ -993,10 +1108,10 @@ function report(opts: Options, rows: Row[], failures: Record<string, string>): s
   );
   lines.push(
     table(
-      ['scenario', 'conns', 'server', 'req/s', 'p50', 'p99', 'peak RSS', '(PSS)', 'procs', 'CPU srv', 'CPU wrk', 'errors'],
+      ['scenario', 'conns', 'server', 'req/s', 'p50', 'p99', 'peak RSS', '(PSS)', 'procs', 'CPU srv', 'CPU wrk', 'others', 'errors'],
       sorted.map((r) => {
         if (!r.ok)
-          return [r.scenario, String(r.connections), SERVER_LABEL[r.server], '-', '-', '-', '-', '', '', '', '', 'FAILED'];
+          return [r.scenario, String(r.connections), SERVER_LABEL[r.server], '-', '-', '-', '-', '', '', '', '', '', 'FAILED'];
         const se = r.socketErrors;
         const nErr = (se === null || se === undefined ? 0 : se.connect + se.read + se.write + se.timeout) + (r.non2xx3xx ?? 0);
         return [
@@ -1011,10 +1126,11 @@ function report(opts: Options, rows: Row[], failures: Record<string, string>): s
           String(r.processes ?? ''),
           `${r.serverCpuPct ?? 0}%`,
           `${r.wrkCpuPct ?? 0}%`,
+          `${r.otherCpuPct ?? 0}%${(r.otherCpuPct ?? 0) > NOISY_PCT ? '!' : ''}`,
           nErr === 0 ? '0' : String(nErr),
         ];
       }),
-      [false, true, false, true, true, true, true, true, true, true, true, true],
+      [false, true, false, true, true, true, true, true, true, true, true, true, true],
     ),
   );
   const rs = ratios(rows, opts);
@@ -1022,7 +1138,7 @@ function report(opts: Options, rows: Row[], failures: Record<string, string>): s
     lines.push('', 'plume relative to the others (req/s: higher is better; p99 and RSS: lower is better)');
     lines.push(
       table(
-        ['scenario', 'conns', 'plume vs', 'req/s', 'p99', 'peak RSS'],
+        ['scenario', 'conns', 'plume vs', 'req/s', 'p99', 'peak RSS', ''],
         rs.map((r) => [
           r.scenario,
           String(r.connections),
@@ -1030,15 +1146,19 @@ function report(opts: Options, rows: Row[], failures: Record<string, string>): s
           fmtRatio(r.throughput),
           fmtRatio(r.p99),
           fmtRatio(r.rss),
+          r.noisy ? 'noisy!' : '',
         ]),
-        [false, true, false, true, true, true],
+        [false, true, false, true, true, true, false],
       ),
     );
+  }
+  if (rows.some((r) => (r.otherCpuPct ?? 0) > NOISY_PCT)) {
+    lines.push('', `!: other processes used more than ${NOISY_PCT}% of a core during that run; rerun on a quiet machine.`);
   }
   const failed = Object.entries(failures);
   if (failed.length > 0) {
     lines.push('');
-    for (const [k, v] of failed) lines.push(`${k}: ${v}`);
+    for (const [k, v] of failed) lines.push(`${k}: ${v.replace(/\n/g, "\n    ")}`);
   }
   return lines.join('\n');
 }
@@ -1067,7 +1187,24 @@ function onSignal(sig: NodeJS.Signals): void {
   if (shuttingDown) return;
   shuttingDown = true;
   process.stderr.write(`\nbench: ${sig}, stopping servers\n`);
-  void cleanup().finally(() => process.exit(130));
+  // The main loop sees shuttingDown, stops its server and returns; killing wrk
+  // makes it return now. Should it not within 15 s, clean up from here.
+  if (currentWrk !== null && currentWrk.pid !== undefined && alive(currentWrk)) {
+    try {
+      process.kill(currentWrk.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  setTimeout(() => {
+    void cleanup().finally(() => process.exit(130));
+  }, 15000).unref();
+}
+
+class Aborted extends Error {}
+
+function checkAbort(): void {
+  if (shuttingDown) throw new Aborted('interrupted');
 }
 
 async function main(): Promise<void> {
@@ -1095,6 +1232,11 @@ async function main(): Promise<void> {
     return;
   }
 
+  const idleCheck = await machineBusy();
+  write(`machine load before the run: ${idleCheck.busyPct}% of one core busy (load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')})`);
+  if (idleCheck.busyPct > NOISY_PCT)
+    write(`warning: the machine is not idle (${idleCheck.top}); figures will be noisy. Rerun when it is quiet.`);
+
   site = makeSite();
   const expected: Record<ScenarioName, Buffer> = {
     '1k': fs.readFileSync(path.join(site.htdocs, '1k.html')),
@@ -1102,129 +1244,146 @@ async function main(): Promise<void> {
   };
   const rows: Row[] = [];
   const failures: Record<string, string> = {};
-  const perRun = opts.warmupS + opts.durationS + 2;
-  const budgetS = opts.servers.length * (20 + opts.scenarios.length * opts.connections.length * perRun);
-  write(`estimated time: about ${Math.ceil(budgetS / 10) * 10} s (hard limit ${Math.ceil(budgetS * 1.5 + 60)} s)\n`);
-  const hardDeadline = Date.now() + (budgetS * 1.5 + 60) * 1000;
+  const perCase = 3 + opts.warmupS + opts.runs * (opts.durationS + 1);
+  const budgetS = opts.servers.length * opts.scenarios.length * opts.connections.length * perCase;
+  const limitS = Math.ceil(budgetS * 1.5 + 60 + 15 * opts.servers.length);
+  write(`estimated time: about ${Math.ceil(budgetS / 10) * 10} s (hard limit ${limitS} s)\n`);
+  const hardDeadline = Date.now() + limitS * 1000;
 
+  // A fresh server for every case (scenario x connections), so that memory and
+  // process counts of one case do not carry over from the one before.
   for (const name of opts.servers) {
-    const fail = (msg: string, scenarios: ScenarioName[] = opts.scenarios): void => {
-      for (const s of scenarios)
-        for (const c of opts.connections)
-          if (!rows.some((r) => r.server === name && r.scenario === s && r.connections === c))
-            rows.push({ scenario: s, connections: c, server: name, ok: false, error: msg });
+    if (shuttingDown) break;
+    const cases = opts.scenarios.flatMap((s) => opts.connections.map((c) => ({ sc: SCENARIOS[s], conns: c })));
+    const failCase = (sc: ScenarioName, conns: number, msg: string): void => {
+      if (!rows.some((r) => r.server === name && r.scenario === sc && r.connections === conns))
+        rows.push({ scenario: sc, connections: conns, server: name, ok: false, error: msg });
     };
-    if (Date.now() > hardDeadline) {
-      failures[name] = 'skipped: benchmark time limit reached';
-      fail(failures[name]);
-      continue;
-    }
+    const failRest = (msg: string): void => {
+      for (const c of cases) failCase(c.sc.name, c.conns, msg);
+    };
     if (name === 'apache' && !fs.existsSync(APACHE_BIN)) {
       failures[name] = `not installed (${APACHE_BIN})`;
-      fail(failures[name]);
+      failRest(failures[name]);
       continue;
     }
     if (name === 'nginx' && !fs.existsSync(NGINX_BIN)) {
       failures[name] = `not installed (${NGINX_BIN})`;
-      fail(failures[name]);
+      failRest(failures[name]);
       continue;
     }
     write(`== ${SERVER_LABEL[name]}`);
-    let started: Started;
-    let port: number;
-    try {
-      ({ started, port } = await startServer(name, site, opts));
-    } catch (e) {
-      const msg = `failed to start: ${e instanceof Error ? e.message : String(e)}`;
-      failures[name] = msg.length > 1500 ? msg.slice(0, 1500) + '...' : msg;
-      write(`   ${failures[name]}`);
-      fail(failures[name]);
-      continue;
-    }
-    currentServer = started.child;
-    const pid = started.child.pid as number;
-    const idle = new Sampler(pid);
-    idle.take();
-    write(`   started on 127.0.0.1:${port}, pid ${pid}, ${idle.peakProcesses} process(es), idle RSS ${mb(idle.peakRssKB)} MB`);
-    try {
-      for (const scName of opts.scenarios) {
-        const sc = SCENARIOS[scName];
+    for (const { sc, conns } of cases) {
+      if (shuttingDown) break;
+      const label = `${sc.name.padEnd(4)} c=${String(conns).padEnd(4)}`;
+      if (Date.now() > hardDeadline) {
+        failures[`${name} ${sc.name} c=${conns}`] = 'skipped: benchmark time limit reached';
+        failCase(sc.name, conns, 'skipped: benchmark time limit reached');
+        continue;
+      }
+      let started: Started;
+      let port: number;
+      try {
+        ({ started, port } = await startServer(name, site, opts));
+      } catch (e) {
+        if (e instanceof Aborted) break;
+        const msg = `failed to start: ${e instanceof Error ? e.message : String(e)}`;
+        failures[name] = msg.length > 1500 ? msg.slice(0, 1500) + '...' : msg;
+        write(`   ${failures[name].replace(/\n/g, '\n     ')}`);
+        failRest(failures[name]); // it will not start for the next cases either
+        break;
+      }
+      currentServer = started.child;
+      const pid = started.child.pid as number;
+      const idle = new Sampler(pid);
+      idle.take();
+      try {
+        checkAbort();
         let v: Verified;
         try {
-          v = await verify(port, sc, expected[scName]);
+          v = await verify(port, sc, expected[sc.name]);
         } catch (e) {
-          const msg = `failed verification: ${e instanceof Error ? e.message : String(e)}`;
-          failures[`${name} ${scName}`] = msg;
-          write(`   ${scName}: ${msg}`);
-          fail(msg, [scName]);
-          continue;
+          throw new Error(`failed verification: ${e instanceof Error ? e.message : String(e)}`);
         }
-        for (const conns of opts.connections) {
-          if (!alive(started.child)) throw new Error(`server exited: ${failureText(started)}`);
-          if (Date.now() > hardDeadline) throw new Error('benchmark time limit reached');
-          const url = `http://127.0.0.1:${port}/${sc.file}`;
+        const url = `http://127.0.0.1:${port}/${sc.file}`;
+        if (opts.warmupS > 0) await runWrk(opts, conns, opts.warmupS, url);
+        const runs: { w: WrkResult; s: Sampler }[] = [];
+        for (let i = 0; i < opts.runs; i++) {
+          const sampler = new Sampler(pid, () => currentWrk?.pid);
+          sampler.start();
+          let w: WrkResult;
           try {
-            if (opts.warmupS > 0) await runWrk(opts, conns, opts.warmupS, url);
-            const sampler = new Sampler(pid, () => currentWrk?.pid);
-            sampler.start();
-            let w: WrkResult;
-            try {
-              w = await runWrk(opts, conns, opts.durationS, url);
-            } finally {
-              sampler.stop();
-            }
-            if (!alive(started.child)) throw new Error(`server exited during the run: ${failureText(started)}`);
-            rows.push({
-              scenario: scName,
-              connections: conns,
-              server: name,
-              ok: true,
-              requestsPerSec: w.requestsPerSec,
-              latencyAvgMs: w.latencyAvgMs,
-              p50Ms: w.p50Ms,
-              p90Ms: w.p90Ms,
-              p99Ms: w.p99Ms,
-              transferPerSec: w.transferPerSec,
-              requests: w.requests,
-              socketErrors: w.socketErrors,
-              non2xx3xx: w.non2xx3xx,
-              peakRssMB: mb(sampler.peakRssKB),
-              peakPssMB: mb(sampler.peakPssKB),
-              processes: sampler.peakProcesses,
-              serverCpuPct: sampler.serverCpuPct,
-              wrkCpuPct: sampler.clientCpuPct,
-              idleRssMB: mb(idle.peakRssKB),
-              responseServerHeader: v.server,
-            });
-            const se = w.socketErrors;
-            const errs = se === null ? '' : ` socket errors c${se.connect}/r${se.read}/w${se.write}/t${se.timeout}`;
-            write(
-              `   ${scName.padEnd(4)} c=${String(conns).padEnd(4)} ${w.requestsPerSec.toFixed(0).padStart(7)} req/s  ` +
-                `p99 ${fmtMs(w.p99Ms).padStart(8)}  peak RSS ${mb(sampler.peakRssKB)} MB  ` +
-                `CPU server ${sampler.serverCpuPct}% wrk ${sampler.clientCpuPct}%` +
-                (w.non2xx3xx > 0 ? `  NON-2xx: ${w.non2xx3xx}` : '') +
-                errs,
-            );
-          } catch (e) {
-            const msg = e instanceof Error ? e.message : String(e);
-            if (!alive(started.child)) throw e;
-            failures[`${name} ${scName} c=${conns}`] = msg;
-            write(`   ${scName} c=${conns}: ${msg}`);
-            fail(msg, [scName]);
+            checkAbort();
+            w = await runWrk(opts, conns, opts.durationS, url);
+          } finally {
+            sampler.stop();
           }
+          if (!alive(started.child))
+            throw new Error(
+              `server exited during the run (${started.child.exitCode ?? started.child.signalCode}): ${failureText(started)}`,
+            );
+          runs.push({ w, s: sampler });
+          if (opts.runs > 1) write(`   ${label} run ${i + 1}: ${w.requestsPerSec.toFixed(0)} req/s`);
         }
+        // The median run by req/s (the only run when --runs 1); memory is the peak over all runs.
+        const byRps = [...runs].sort((x, y) => x.w.requestsPerSec - y.w.requestsPerSec);
+        const { w, s: sampler } = byRps[Math.floor((byRps.length - 1) / 2)] as { w: WrkResult; s: Sampler };
+        const peakRssKB = Math.max(...runs.map((r) => r.s.peakRssKB));
+        const peakPssKB = Math.max(...runs.map((r) => r.s.peakPssKB));
+        rows.push({
+          scenario: sc.name,
+          connections: conns,
+          server: name,
+          ok: true,
+          requestsPerSec: w.requestsPerSec,
+          allRequestsPerSec: runs.map((r) => r.w.requestsPerSec),
+          latencyAvgMs: w.latencyAvgMs,
+          p50Ms: w.p50Ms,
+          p90Ms: w.p90Ms,
+          p99Ms: w.p99Ms,
+          transferPerSec: w.transferPerSec,
+          requests: w.requests,
+          socketErrors: w.socketErrors,
+          non2xx3xx: w.non2xx3xx,
+          peakRssMB: mb(peakRssKB),
+          peakPssMB: mb(peakPssKB),
+          processes: Math.max(...runs.map((r) => r.s.peakProcesses)),
+          serverCpuPct: sampler.serverCpuPct,
+          wrkCpuPct: sampler.clientCpuPct,
+          otherCpuPct: sampler.otherCpuPct,
+          irqCpuPct: sampler.irqCpuPct,
+          stealCpuPct: sampler.stealCpuPct,
+          idleRssMB: mb(idle.peakRssKB),
+          responseServerHeader: v.server,
+          wrkOutput: w.raw,
+        });
+        const se = w.socketErrors;
+        const nErr = se === null ? 0 : se.connect + se.read + se.write + se.timeout;
+        write(
+          `   ${label} ${w.requestsPerSec.toFixed(0).padStart(7)} req/s  p99 ${fmtMs(w.p99Ms).padStart(8)}  ` +
+            `RSS idle ${mb(idle.peakRssKB)} MB, peak ${mb(peakRssKB)} MB  ` +
+            `CPU: server ${sampler.serverCpuPct}%, wrk ${sampler.clientCpuPct}%, others ${sampler.otherCpuPct}%` +
+            (w.non2xx3xx > 0 ? `  NON-2xx: ${w.non2xx3xx}` : '') +
+            (nErr > 0 && se !== null
+              ? `  socket errors: connect ${se.connect} read ${se.read} write ${se.write} timeout ${se.timeout}`
+              : ''),
+        );
+        if (sampler.otherCpuPct > NOISY_PCT)
+          write(`   warning: other processes used ${sampler.otherCpuPct}% of a core during this run; figures are unreliable`);
+      } catch (e) {
+        if (e instanceof Aborted || shuttingDown) break;
+        const msg = e instanceof Error ? e.message : String(e);
+        failures[`${name} ${sc.name} c=${conns}`] = msg;
+        write(`   ${label} ${msg.replace(/\n/g, '\n     ')}`);
+        failCase(sc.name, conns, msg);
+      } finally {
+        await stopChild(started.child);
+        currentServer = null;
       }
-    } catch (e) {
-      const msg = e instanceof Error ? e.message : String(e);
-      failures[name] = msg;
-      write(`   ${msg}`);
-      fail(msg);
-    } finally {
-      await stopChild(started.child);
-      currentServer = null;
     }
   }
 
+  if (shuttingDown) return;
   write('');
   write(report(opts, rows, failures));
 
@@ -1238,12 +1397,14 @@ async function main(): Promise<void> {
       durationS: opts.durationS,
       warmupS: opts.warmupS,
       wrkThreads: opts.threads,
+      runs: opts.runs,
       wrkCpus: opts.wrkCpus,
       serverCpus: opts.serverCpus,
     },
     results: rows,
     ratios: ratios(rows, opts),
     failures,
+    machineBusyBeforePct: idleCheck.busyPct,
   };
   fs.mkdirSync(path.dirname(opts.out), { recursive: true });
   fs.writeFileSync(opts.out, JSON.stringify(json, null, 2) + '\n');
@@ -1256,5 +1417,5 @@ main()
     process.stderr.write(`bench: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   })
   .finally(() => {
-    if (!shuttingDown) void cleanup().then(() => process.exit(0));
+    void cleanup().then(() => process.exit(shuttingDown ? 130 : 0));
   });

@@ -8,15 +8,32 @@
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyOverride, compareResults, loadCases, loadExpected, plumeCommand, runCase } from './harness.js';
+import * as path from 'node:path';
+import { readFileSync } from 'node:fs';
+import { apacheCommand, applyOverride, compareResults, loadCases, loadExpected, plumeCommand, runCase, type ServerCommandFactory } from './harness.js';
 
+// CONFORMANCE_FILTER=substring limits the cases. CONFORMANCE_SERVER=apache replays
+// against real Apache instead of plume (a self-check of the harness: every case
+// should match; specOverrides are not applied then); CONFORMANCE_SERVER=<file.js>
+// runs `node <file.js> -X -d <root> -f <root>/httpd.conf` instead of bin/plume.
 const cases = loadCases(process.env.CONFORMANCE_FILTER);
+const serverChoice = process.env.CONFORMANCE_SERVER ?? 'plume';
+const useApache = serverChoice === 'apache';
+const command: ServerCommandFactory = useApache
+  ? apacheCommand
+  : serverChoice === 'plume'
+    ? plumeCommand
+    : (root) => ({ cmd: process.execPath, args: [path.resolve(serverChoice), '-X', '-d', root, '-f', path.join(root, 'httpd.conf')] });
 let compared = 0;
 let matched = 0;
 let skipped = 0;
 
+// Cases plume does not match yet: reported as todo (visible in the summary, not failing the run).
+const knownGaps = new Set<string>((JSON.parse(readFileSync(new URL('../../../test/conformance/known-gaps.json', import.meta.url), 'utf8')) as { cases: string[] }).cases);
+
 for (const c of cases) {
-  test(c.id, { timeout: 60000 }, async (t) => {
+  const todo = !useApache && knownGaps.has(c.id) ? 'known gap (test/conformance/known-gaps.json)' : undefined;
+  test(c.id, { timeout: 60000, todo }, async (t) => {
     const recorded = loadExpected(c.id);
     if (recorded === null) {
       skipped++;
@@ -24,8 +41,8 @@ for (const c of cases) {
       return;
     }
     compared++;
-    const expected = applyOverride(recorded, c.spec.specOverride);
-    const actual = await runCase(c, plumeCommand, { expected });
+    const expected = useApache ? recorded : applyOverride(recorded, c.spec.specOverride);
+    const actual = await runCase(c, command, { expected });
     const diffs = compareResults(expected, actual, c.spec.logLines !== false);
     if (diffs.length === 0) matched++;
     assert.ok(diffs.length === 0, `${c.id}: ${c.spec.title}\n` + diffs.join('\n'));
@@ -34,5 +51,5 @@ for (const c of cases) {
 
 after(() => {
   if (skipped > 0) console.log(`(${skipped} conformance cases skipped: no expected file)`);
-  console.log(`conformance: ${matched}/${compared} cases match Apache`);
+  console.log(`conformance: ${matched}/${compared} cases match Apache` + (useApache ? ' (replayed against Apache itself)' : ''));
 });

@@ -88,4 +88,11 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+if (process.env.NODE_TEST_CONTEXT !== undefined) {
+  // `node --test dist/test/` runs every .js file under a test/ directory, this one
+  // included: never record from there, just show up as a skipped entry.
+  const { test } = await import('node:test');
+  test('conformance/record.js is the recorder CLI, not a test', { skip: 'run it with npm run conformance:record' }, () => {});
+} else {
+  await main();
+}

@@ -91,7 +91,8 @@ function fieldNoParam(v: string): string {
 
 /** ap_get_server_name: the request's host name per UseCanonicalName. */
 function serverName(r: Request): string | undefined {
-  const ucn = r.rt.coreDir(r).useCanonicalName;
+  // A request refused before its configuration was merged has no core per-dir config.
+  const ucn = r.rt.coreDir(r)?.useCanonicalName;
   if (ucn === 'on' || ucn === 'dns') return r.server.serverHostname;
   return r.hostname ? r.hostname : r.server.serverHostname;
 }
@@ -676,7 +677,7 @@ function openTarget(ctx: ConfigContext, sinks: Map<string, LogSink>, fname: stri
           fs.accessSync(path.resolve(argv0), fs.constants.X_OK);
         } catch (e) {
           const en = errnoOf(e) ?? { code: 2, text: 'No such file or directory' };
-          throw new OpenError(`(${en.code})${en.text}: AH00104: unable to start piped log program '${prog}'`);
+          throw new OpenError(`(${en.code})${en.text}: AH00104: unable to start piped log program '${prog}'\nAH00015: Unable to open logs`);
         }
       }
     }

@@ -106,7 +106,8 @@ export function compileRegex(pattern: string): RegExp | null {
       else if (!flags.includes(f)) flags += f;
     }
   }
-  src = src.replace(/\\A/g, '^').replace(/\\[zZ]/g, '$');
+  // PCRE spellings JavaScript lacks: \A \z \Z anchors, Python-style named groups.
+  src = src.replace(/\\A/g, '^').replace(/\\[zZ]/g, '$').replace(/\(\?P</g, '(?<').replace(/\(\?P=(\w+)\)/g, '\\k<$1>');
   try {
     return new RegExp(src, flags);
   } catch {
@@ -277,6 +278,9 @@ function addRedirectInternal(
   } else if (url !== undefined) {
     return 'Redirect URL not valid for this status';
   }
+  // DIFFERENCE: a status alone outside a section ("Redirect gone" at server level) leaves
+  // httpd with a NULL URL-path that crashes the child on the first request (measured:
+  // segmentation fault); plume keeps the entry but it never matches.
   const entry: AliasEntry = { fake, real: url, handler: undefined, regexp, redirStatus: status };
   if (cmd.path !== undefined) d.redirects.push(entry);
   else cmd.srv.redirects.push(entry);
@@ -586,7 +590,6 @@ export default self;
 // with parse errors worded as httpd's parser words them. This is the string subset only; when
 // the core has a full expression engine, mod_alias should use it instead.
 
-
 export interface StringExpr {
   readonly source: string;
   evaluate(r: Request): string;
@@ -621,7 +624,7 @@ const VARIABLES: Record<string, Part> = {
   PATH_INFO: (r) => r.pathInfo,
   QUERY_STRING: (r) => r.args ?? '',
   IS_SUBREQ: (r) => (r.main !== null ? 'true' : 'false'),
-  DOCUMENT_ROOT: () => '',
+  DOCUMENT_ROOT: (r) => r.rt.coreServer(r.server).documentRoot ?? '',
   AUTH_TYPE: (r) => r.apAuthType ?? '',
   THE_REQUEST: (r) => r.theRequest,
   CONTENT_TYPE: (r) => r.contentType ?? '',

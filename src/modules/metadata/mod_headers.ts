@@ -370,6 +370,14 @@ function tableMerge(t: HeaderTable, name: string, value: string): void {
   t.mapValues(name, (v) => (++seen === count ? `${v}, ${value}` : v));
 }
 
+/** apr_table_setn: the first value of the name replaced (its spelling kept), the others gone. */
+function tableSetHeader(t: HeaderTable, name: string, value: string): void {
+  const count = t.getAll(name).length;
+  if (count === 0) { t.add(name, value); return; }
+  let seen = 0;
+  t.mapValues(name, () => (++seen === count ? value : undefined));
+}
+
 const isSpace = (c: string): boolean => c === ' ' || c === '\t' || c === '\n' || c === '\v' || c === '\f' || c === '\r';
 
 /** The merge action's test: is `token` one of the comma-separated tokens of `val` (quoted
@@ -429,12 +437,12 @@ export function applyHeaderEntries(r: Request, headers: HeaderTable, list: reado
       }
       case 'set':
         if (headers !== r.headersIn && lowerAscii(name) === 'content-type') r.contentType = processTags(e, r);
-        headers.set(name, processTags(e, r));
+        tableSetHeader(headers, name, processTags(e, r));
         break;
       case 'setifempty':
         if (headers.get(name) === undefined) {
           if (headers !== r.headersIn && lowerAscii(name) === 'content-type') r.contentType = processTags(e, r);
-          headers.set(name, processTags(e, r));
+          tableSetHeader(headers, name, processTags(e, r));
         }
         break;
       case 'unset':
@@ -529,9 +537,22 @@ function headersFixup(r: Request): number {
   return DECLINED;
 }
 
+/** Whether a configuration has `early` entries (computed once per configuration object). */
+const earlyCache = new WeakMap<HeadersDirConfig, boolean>();
+function hasEarly(conf: HeadersDirConfig): boolean {
+  let v = earlyCache.get(conf);
+  if (v === undefined) {
+    const early = (e: HeaderEntry): boolean => e.condition.kind === 'early';
+    v = conf.fixupIn.some(early) || conf.fixupErr.some(early) || conf.fixupOut.some(early);
+    earlyCache.set(conf, v);
+  }
+  return v;
+}
+
 /** `early` entries in post_read_request (ap_headers_early), with the server's configuration. */
 function headersEarly(r: Request): number {
   const conf = self.dir(r);
+  if (conf === undefined || !hasEarly(conf)) return DECLINED;
   if ((conf.fixupIn.length > 0 && !applyHeaderEntries(r, r.headersIn, conf.fixupIn, true))
     || (conf.fixupErr.length > 0 && !applyHeaderEntries(r, r.errHeadersOut, conf.fixupErr, true))
     || (conf.fixupOut.length > 0 && !applyHeaderEntries(r, r.headersOut, conf.fixupOut, true))) {

@@ -12,7 +12,7 @@ import { EOS, type Bucket } from '../filters.js';
 import { toHttpDate } from '../log/time.js';
 import { fileCache } from '../http/file-cache.js';
 import { ETAG_UNSET, ETAG_BACKWARD } from './config.js';
-import { makeEtag } from '../http/etag.js';
+import { makeEtag, etagBitsFor } from '../http/etag.js';
 import { meetsConditions } from '../http/conditional.js';
 
 /** DocumentRoot + URI (httpd's core_translate). */
@@ -114,8 +114,7 @@ function sendFile(r: Request): number | Promise<number> {
   const c = coreDir(r);
   r.mtime = Math.min(st.mtimeMs, r.requestTime);
   r.headersOut.set('Last-Modified', toHttpDate(r.mtime));
-  let bits = c.etagBits === ETAG_UNSET ? (c.etagAdd | ETAG_BACKWARD) & ~c.etagRemove : c.etagBits;
-  const etag = makeEtag(r, st, bits);
+  const etag = makeEtag(r, st, etagBitsFor(c));
   if (etag) r.headersOut.set('ETag', etag);
   r.headersOut.set('Accept-Ranges', 'bytes');
   r.clength = st.size;

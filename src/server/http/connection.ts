@@ -262,6 +262,8 @@ export class HttpConnection implements ConnRec, Wire {
       this.endConnection();
       return;
     }
+    r.perDirConfig = r.server.lookupDefaults;
+    r.logLevel = r.server.logLevel;
     try {
       const pr = await runAll(this.rt.hooks.postReadRequest, r);
       if (pr !== OK) {
@@ -281,6 +283,9 @@ export class HttpConnection implements ConnRec, Wire {
     } catch (e) {
       this.keepAlive = false;
       r.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
+      if (!r.headersSent) {
+        try { r.status = 500; await die(this.rt, r, 500); } catch { /* connection gone */ }
+      }
     }
     if (this.keepAlive && !this.destroyed) {
       this.busy = false;

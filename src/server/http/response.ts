@@ -12,7 +12,7 @@ import { globals } from '../core/globals.js';
 import { serverBanner } from '../version.js';
 import { httpDate } from '../log/time.js';
 import { STATUS_LINES, cannedError, DOCTYPE, statusLine } from './status.js';
-import { strip304Headers } from './conditional.js';
+import { strip304Headers, stripHeaderOnlyResponse } from './conditional.js';
 import { byterangeFilter, needsByterange } from './byterange.js';
 import type { MaybePromise } from '../module.js';
 
@@ -107,6 +107,9 @@ function writeHead(r: Request, complete: boolean): void {
   const status = r.status;
   let out = r.headersOut;
   if (r.errHeadersOut.size) out = r.errHeadersOut.overlay(out);
+  r.headersOut = out;
+  if (status === 304 || status === 204) stripHeaderOnlyResponse(r);
+  if (r.notes.has('no-etag')) out.unset('ETag');
   // Content-Language and Content-Type are added last, as httpd does.
   if (r.contentEncoding) out.set('Content-Encoding', r.contentEncoding);
   if (r.contentLanguages.length) out.set('Content-Language', r.contentLanguages.join(', '));

@@ -207,15 +207,16 @@ export function strftime(fmt: string, d: Date): string {
       const p = pad ?? defPad;
       const neg = v < 0;
       let s = String(Math.abs(v));
-      const w = width >= 0 ? width : digits;
-      if (p !== '-') s = s.padStart(w - (neg ? 1 : 0), p === '_' ? ' ' : '0');
+      // '-' drops the default padding; an explicit width still pads, with spaces.
+      if (p !== '-') s = s.padStart((width >= 0 ? width : digits) - (neg ? 1 : 0), p === '_' ? ' ' : '0');
+      else if (width >= 0) s = s.padStart(width - (neg ? 1 : 0), ' ');
       return neg ? '-' + s : s;
     };
     const str = (s: string, lowerOnSwap = false): string => {
       let v = s;
       if (upcase) v = v.toUpperCase();
       else if (swapcase) v = lowerOnSwap ? v.toLowerCase() : v.toUpperCase();
-      if (width > v.length && pad !== '-') v = v.padStart(width, pad === '0' ? '0' : ' ');
+      if (width > v.length) v = v.padStart(width, pad === '0' ? '0' : ' ');
       return v;
     };
     const hour12 = d.getHours() % 12 === 0 ? 12 : d.getHours() % 12;
