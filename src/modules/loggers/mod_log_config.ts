@@ -72,7 +72,7 @@ function tableGet(m: ReadonlyMap<string, string>, name: string): string | undefi
 /** The request's start in microseconds since the epoch (httpd's r->request_time). Uses
  *  r.startMicros when the HTTP layer set it, else r.requestTime (ms). */
 export function requestBeginMicros(r: Request): number {
-  return r.startMicros > 0 ? r.startMicros : r.requestTime * 1000;
+  return Math.floor(r.startMicros > 0 ? r.startMicros : r.requestTime * 1000);
 }
 
 /** End time of the transaction being logged: taken once, when first needed, and shared by
@@ -740,6 +740,8 @@ function preConfig(): void {
 function postConfig(ctx: ConfigContext): string | undefined {
   const dirErrors = checkLogDirs(ctx);
   if (dirErrors.length) return [...dirErrors, 'AH00014: Configuration check failed'].join('\n');
+  // httpd's -t runs the check_config hooks only; the logs are opened when serving.
+  if ('configTest' in ctx.options && ctx.options.configTest === true) return undefined;
   const sinks = ctx.getScratch('log_config.sinks', () => new Map<string, LogSink>());
   try {
     for (const s of serversInApacheOrder(ctx)) {
