@@ -1069,7 +1069,7 @@ function table(header: string[], rows: string[][], rightAlign: boolean[]): strin
   const w = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]): string =>
     cells.map((c, i) => (rightAlign[i] ? c.padStart(w[i] as number) : c.padEnd(w[i] as number))).join('  ').trimEnd();
-  return [line(header), w.map((n) => '-'.repeat(n)).join('  '), ...rows.map(line)].join('\n');
+  return [line(header), w.map((n) => '-'.repeat(n)).join('  ').trimEnd(), ...rows.map(line)].join('\n');
 }
 
 function ratios(rows: Row[], opts: Options): Ratio[] {
@@ -1408,7 +1408,8 @@ async function main(): Promise<void> {
   };
   fs.mkdirSync(path.dirname(opts.out), { recursive: true });
   fs.writeFileSync(opts.out, JSON.stringify(json, null, 2) + '\n');
-  write(`\nJSON written to ${path.relative(process.cwd(), opts.out) || opts.out}`);
+  const rel = path.relative(process.cwd(), opts.out);
+  write(`\nJSON written to ${rel === '' || rel.startsWith('..') ? opts.out : rel}`);
   if (opts.keep) write(`site, configs and logs kept in ${site.root}`);
 }
 
