@@ -126,7 +126,5 @@ export async function startServer(ctx: ConfigContext, opts: { writePid: boolean;
       for (const m of ctx.loaded) await m.decl.configHooks?.cleanup?.(ctx);
     },
   };
-  void rt;
-  void path;
   return running;
 }

@@ -52,11 +52,6 @@ export function coreOverrideType(r: Request): number {
   return OK;
 }
 
-/** No core type checker in httpd: this placeholder declines so mod_mime decides. */
-export function coreTypeChecker(_r: Request): number {
-  return DECLINED;
-}
-
 /** The Allow header value for what the default handler accepts. */
 export function standardAllow(r: Request): string {
   const trace = coreServer(r.server).traceEnable !== 'off';

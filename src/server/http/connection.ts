@@ -14,7 +14,6 @@ import { OK } from '../module.js';
 import { nowMicros } from '../log/time.js';
 import { decodeUrlPath } from './uri.js';
 import { APLOG_DEBUG, APLOG_INFO, APLOG_ERR } from '../log/levels.js';
-import { coreServer } from '../core/core-module.js';
 
 let nextConnId = 0;
 
@@ -463,8 +462,4 @@ export class HttpConnection implements ConnRec, Wire {
 
 function normIp(ip: string): string {
   return ip.startsWith('::ffff:') ? ip.slice(7) : ip;
-}
-
-export function limitsOf(s: ServerRec): string {
-  return `${coreServer(s).documentRoot}`;
 }
