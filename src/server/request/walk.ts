@@ -121,7 +121,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
   let cur = from;
   let secIdx = 0;
   let dir = '/';
-  let depth = 0;
+  let depth = 1; // components in `dir`, counted as httpd does: the number of slashes
   let finfo: fs.Stats | null = null;
   let pathInfo = '';
   const comps = parts.filter((p) => p !== '');
@@ -160,7 +160,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
   };
 
   // The root level.
-  applySectionsAt('/', 0);
+  applySectionsAt('/', depth);
   const st0 = applyHtaccess('/');
   if (st0 !== OK) return st0;
   finfo = statOrNull('/');
