@@ -18,9 +18,18 @@ export function aprCtime(micros: number, withMicros = true): string {
   return `${DAYS[d.getDay()]} ${MONTHS[d.getMonth()]} ${p2(d.getDate())} ${p2(d.getHours())}:${p2(d.getMinutes())}:${p2(d.getSeconds())}${withMicros ? '.' + us : ''} ${d.getFullYear()}`;
 }
 
-/** The Common Log Format time, local time with the numeric zone offset. */
+let cachedClfSecond = -1;
+let cachedClf = '';
+/** The Common Log Format time, local time with the numeric zone offset (cached per second). */
 export function clfTime(ms: number): string {
-  const d = new Date(ms);
+  const sec = Math.floor(ms / 1000);
+  if (sec === cachedClfSecond) return cachedClf;
+  cachedClfSecond = sec;
+  cachedClf = formatClf(new Date(sec * 1000));
+  return cachedClf;
+}
+
+function formatClf(d: Date): string {
   const off = -d.getTimezoneOffset();
   const sign = off < 0 ? '-' : '+';
   const a = Math.abs(off);
@@ -38,9 +47,17 @@ export function httpDate(ms: number = Date.now()): string {
   return cachedHttpDate;
 }
 
-/** Formats any time as IMF-fixdate (Last-Modified). */
+let lastFormattedSecond = -1;
+let lastFormatted = '';
+/** Formats any time as IMF-fixdate (Last-Modified); the last value is kept, since a busy
+ *  server formats the same few modification times over and over. */
 export function toHttpDate(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toUTCString();
+  const sec = Math.floor(ms / 1000);
+  if (sec === lastFormattedSecond) return lastFormatted;
+  if (sec === cachedHttpDateSecond) return cachedHttpDate;
+  lastFormattedSecond = sec;
+  lastFormatted = new Date(sec * 1000).toUTCString();
+  return lastFormatted;
 }
 
 /** Parses an HTTP date (IMF-fixdate, RFC 850, asctime); NaN when invalid. */
