@@ -1,0 +1,62 @@
+// The upgrade assistant's vocabulary: findings, rules and options (plume upgrade, httpd
+// 2.2 -> 2.4). The rules themselves live in rules/, one file per family.
+
+import type { Upgrade } from './engine.js';
+
+/** change: the assistant rewrote the configuration; manual: the operator must act;
+ *  note: nothing to rewrite, but the behaviour differs from 2.2. */
+export type Severity = 'change' | 'manual' | 'note';
+
+export interface Finding {
+  /** The file as given or found (Include, --htaccess). */
+  file: string;
+  /** Line in the original file (the first line of the construct); 0 for the file as a whole. */
+  line: number;
+  rule: string;
+  severity: Severity;
+  /** What 2.2 did and what 2.4 does. */
+  message: string;
+  /** The original text the finding is about. */
+  before: string;
+  /** The rewrite made, or the manual step needed. */
+  after: string;
+}
+
+export interface Rule {
+  /** Stable id, "family.name"; listed in docs/upgrade.md. */
+  readonly id: string;
+  /** One line for the rule table. */
+  readonly title: string;
+  /** The specification rows this rule answers (section and row key), for the docs table. */
+  readonly spec: readonly string[];
+  readonly run: (u: Upgrade) => void;
+}
+
+export interface UpgradeOptions {
+  /** Mark each rewrite with a "# plume upgrade: <rule>" comment (--no-comments turns it off). */
+  readonly comments: boolean;
+  /** Write 2.2's value where the configuration relied on a default that changed. */
+  readonly keep22Defaults: boolean;
+  /** undefined: no .htaccess files; []: every directory that allows overrides; else these. */
+  readonly htaccess: readonly string[] | undefined;
+  /** Overrides the ServerRoot directive for resolving relative paths. */
+  readonly serverRoot: string | undefined;
+  /** The MPM 2.2 was built with (2.4 loads it as a module); default prefork. */
+  readonly mpm: 'prefork' | 'worker' | 'event';
+  /** Rules to skip (ids or family prefixes ending in "."); used by the corpus recorder. */
+  readonly skip: readonly string[];
+}
+
+export const DEFAULT_OPTIONS: UpgradeOptions = {
+  comments: true, keep22Defaults: false, htaccess: undefined, serverRoot: undefined, mpm: 'prefork', skip: [],
+};
+
+/** The marker comment written above each rewrite. */
+export const MARKER = '# plume upgrade:';
+
+/** A configuration that cannot be read: reported with file and line, exit status 2. */
+export class UpgradeParseError extends Error {
+  constructor(readonly file: string, readonly line: number, readonly detail: string) {
+    super(`${file}:${line}: ${detail}`);
+  }
+}

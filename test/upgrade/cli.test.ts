@@ -1,0 +1,185 @@
+/**
+ * plume upgrade's command line: modes and exit statuses, parse errors (file:line, exit 2,
+ * nothing written), --write (FILE.bak, temporary file + rename), --output, --format json,
+ * --diff, --htaccess, and the subcommand as bin/plume runs it.
+ */
+import { test } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { upgradeMain, type Io } from '../../src/upgrade/cli.js';
+
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+function tree(files: Record<string, string>): string {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-upgrade-cli-'));
+  for (const [rel, text] of Object.entries(files)) {
+    const p = path.join(root, rel);
+    fs.mkdirSync(path.dirname(p), { recursive: true });
+    fs.writeFileSync(p, text.replaceAll('@ROOT@', root));
+  }
+  return root;
+}
+
+async function run(argv: string[], cwd: string): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const io: Io = { out: (s) => { out += s; }, err: (s) => { err += s; } };
+  const prev = process.cwd();
+  process.chdir(cwd);
+  try {
+    const code = await upgradeMain(argv, io);
+    return { code, out, err };
+  } finally {
+    process.chdir(prev);
+  }
+}
+
+function snapshot(root: string): Map<string, string> {
+  const m = new Map<string, string>();
+  const walk = (d: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p); else m.set(path.relative(root, p), fs.readFileSync(p, 'utf8'));
+    }
+  };
+  walk(root);
+  return m;
+}
+
+const CONF22 = `ServerRoot "@ROOT@"
+Include conf/extra/*.conf
+MaxClients 10
+<Directory "@ROOT@/htdocs">
+    Order allow,deny
+    Allow from all
+</Directory>
+`;
+const EXTRA = `<Location /status>
+    Order deny,allow
+    Deny from all
+    Allow from 127.0.0.1
+</Location>
+`;
+
+test('report mode lists findings with file:line and writes nothing', async () => {
+  const root = tree({ 'httpd.conf': CONF22, 'conf/extra/status.conf': EXTRA });
+  const before = snapshot(root);
+  const r = await run(['httpd.conf'], root);
+  assert.equal(r.code, 0);
+  assert.match(r.out, /^httpd\.conf:3: change \[renamed\.max-clients\]/m);
+  assert.match(r.out, /^conf\/extra\/status\.conf:2: change \[access\.require\]/m);
+  assert.match(r.out, /finding\(s\): \d+ change/);
+  assert.deepEqual(snapshot(root), before);
+});
+
+test('--check: 1 while something must change, 0 once the output is clean', async () => {
+  const root = tree({ 'httpd.conf': CONF22, 'conf/extra/status.conf': EXTRA });
+  assert.equal((await run(['--check', 'httpd.conf'], root)).code, 1);
+  assert.equal((await run(['--write', 'httpd.conf'], root)).code, 0);
+  const r = await run(['--check', 'httpd.conf'], root);
+  assert.equal(r.code, 0, r.out);
+  assert.match(r.out, /Clean 2\.4 configuration/);
+});
+
+test('--write keeps FILE.bak, renames a temporary file over each changed file, leaves no temporary file', async () => {
+  const root = tree({ 'httpd.conf': CONF22, 'conf/extra/status.conf': EXTRA });
+  fs.chmodSync(path.join(root, 'httpd.conf'), 0o640);
+  const r = await run(['--write', 'httpd.conf'], root);
+  assert.equal(r.code, 0);
+  assert.equal(fs.readFileSync(path.join(root, 'httpd.conf.bak'), 'utf8'), CONF22.replaceAll('@ROOT@', root));
+  assert.equal(fs.readFileSync(path.join(root, 'conf/extra/status.conf.bak'), 'utf8'), EXTRA);
+  assert.match(fs.readFileSync(path.join(root, 'httpd.conf'), 'utf8'), /MaxRequestWorkers 10/);
+  assert.match(fs.readFileSync(path.join(root, 'conf/extra/status.conf'), 'utf8'), /Require ip 127\.0\.0\.1/);
+  assert.equal(fs.statSync(path.join(root, 'httpd.conf')).mode & 0o777, 0o640);
+  assert.deepEqual([...snapshot(root).keys()].filter((k) => k.includes('.tmp')), []);
+  // A second write changes nothing and makes no second backup.
+  await run(['--write', 'httpd.conf'], root);
+  assert.ok(!fs.existsSync(path.join(root, 'httpd.conf.bak.1')));
+});
+
+test('--write never overwrites an existing FILE.bak', async () => {
+  const root = tree({ 'httpd.conf': 'MaxClients 5\n', 'httpd.conf.bak': 'precious\n' });
+  await run(['--write', 'httpd.conf'], root);
+  assert.equal(fs.readFileSync(path.join(root, 'httpd.conf.bak'), 'utf8'), 'precious\n');
+  assert.equal(fs.readFileSync(path.join(root, 'httpd.conf.bak.1'), 'utf8'), 'MaxClients 5\n');
+});
+
+test('a parse error anywhere: exit 2, file and line named, nothing written', async () => {
+  const root = tree({ 'httpd.conf': CONF22, 'conf/extra/status.conf': EXTRA, 'conf/extra/zz-broken.conf': '# broken\n<Directory /x>\n    Options None\n</Location>\n' });
+  const before = snapshot(root);
+  const r = await run(['--write', 'httpd.conf'], root);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /conf\/extra\/zz-broken\.conf:4: Expected <\/Directory> but saw <\/Location>/);
+  assert.match(r.err, /nothing was written/);
+  assert.deepEqual(snapshot(root), before);
+});
+
+test('unclosed section and missing include: exit 2 with file and line', async () => {
+  let root = tree({ 'httpd.conf': 'Listen 80\n<VirtualHost *:80>\nServerName a\n' });
+  let r = await run(['httpd.conf'], root);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /httpd\.conf:2: .*<VirtualHost> was not closed/);
+  root = tree({ 'httpd.conf': 'ServerRoot "@ROOT@"\n\nInclude conf/missing.conf\n' });
+  r = await run(['httpd.conf'], root);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /httpd\.conf:3: could not open configuration file/);
+});
+
+test('--output writes the upgraded main file elsewhere and names the other files that change', async () => {
+  const root = tree({ 'httpd.conf': CONF22, 'conf/extra/status.conf': EXTRA });
+  const r = await run(['--output', 'new.conf', 'httpd.conf'], root);
+  assert.equal(r.code, 0);
+  assert.match(fs.readFileSync(path.join(root, 'new.conf'), 'utf8'), /MaxRequestWorkers 10/);
+  assert.equal(fs.readFileSync(path.join(root, 'httpd.conf'), 'utf8'), CONF22.replaceAll('@ROOT@', root));
+  assert.match(r.err, /conf\/extra\/status\.conf/);
+});
+
+test('--format json: an array of {file, line, rule, severity, message, before, after}', async () => {
+  const root = tree({ 'httpd.conf': CONF22, 'conf/extra/status.conf': EXTRA });
+  const r = await run(['--format', 'json', 'httpd.conf'], root);
+  const list = JSON.parse(r.out) as Record<string, unknown>[];
+  assert.ok(list.length > 3);
+  for (const f of list) assert.deepEqual(Object.keys(f), ['file', 'line', 'rule', 'severity', 'message', 'before', 'after']);
+  const status = list.find((f) => f['file'] === 'conf/extra/status.conf' && f['rule'] === 'access.require')!;
+  assert.equal(status['after'], 'Require ip 127.0.0.1');
+  assert.equal(status['before'], 'Order deny,allow\nDeny from all\nAllow from 127.0.0.1');
+});
+
+test('--diff: one unified diff per changed file', async () => {
+  const root = tree({ 'httpd.conf': CONF22, 'conf/extra/status.conf': EXTRA });
+  const r = await run(['--diff', 'httpd.conf'], root);
+  assert.equal(r.code, 0);
+  assert.match(r.out, /^--- httpd\.conf\n\+\+\+ httpd\.conf \(upgraded\)\n@@ /m);
+  assert.match(r.out, /^--- conf\/extra\/status\.conf\n/m);
+  assert.match(r.out, /^-    Order deny,allow$/m);
+  assert.match(r.out, /^\+    Require ip 127\.0\.0\.1$/m);
+});
+
+test('--htaccess without a directory searches the document roots', async () => {
+  const root = tree({
+    'httpd.conf': 'ServerRoot "@ROOT@"\nDocumentRoot "@ROOT@/htdocs"\n<Directory "@ROOT@/htdocs">\n    AllowOverride All\n</Directory>\n',
+    'htdocs/a/.htaccess': 'Order deny,allow\nDeny from all\n',
+  });
+  const without = await run(['httpd.conf'], root);
+  assert.doesNotMatch(without.out, /\.htaccess/);
+  const r = await run(['--htaccess', 'httpd.conf'], root);
+  assert.match(r.out, /^htdocs\/a\/\.htaccess:1: change \[access\.require\]/m);
+});
+
+test('usage errors exit 1', async () => {
+  const root = tree({ 'httpd.conf': 'Listen 80\n' });
+  assert.equal((await run([], root)).code, 1);
+  assert.equal((await run(['--check', '--write', 'httpd.conf'], root)).code, 1);
+  assert.equal((await run(['--format', 'yaml', 'httpd.conf'], root)).code, 1);
+});
+
+test('bin/plume upgrade runs the subcommand', () => {
+  const root = tree({ 'httpd.conf': 'KeepAlive 1\n' });
+  const r = spawnSync(process.execPath, [path.join(REPO_ROOT, 'bin', 'plume'), 'upgrade', '--check', 'httpd.conf'], { cwd: root, encoding: 'utf8' });
+  assert.equal(r.status, 1);
+  assert.match(r.stdout, /httpd\.conf:1: change \[syntax\.keepalive\]/);
+});

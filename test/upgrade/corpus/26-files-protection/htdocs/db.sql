@@ -1,0 +1,1 @@
+<html><body>htdocs/db.sql</body></html>
