@@ -64,6 +64,21 @@ declare module '../../server/module.js' {
   }
 }
 
+declare module '../../server/request/request.js' {
+  interface TraceEvents {
+    /** A node of the Require tree evaluated: `raw` before a `not` or <RequireNone> negation,
+     *  `result` after it (what AH01626 logs); `limitedOut` when its methods do not apply. */
+    authz: { readonly section: AuthzSection; readonly raw: AuthzStatus; readonly result: AuthzStatus; readonly limitedOut: boolean };
+    /** One run of authorize_user_core: before authentication (accessCheckerEx) or after
+     *  (authChecker), the tree's result and the hook's answer. `compatPrecedence` when the
+     *  Order/Allow/Deny rules decided over host-style Require lines (specification 5.4). */
+    authz_decision: {
+      readonly afterAuthn: boolean; readonly tree: AuthzSection | undefined; readonly result: AuthzStatus | undefined;
+      readonly status: number; readonly compatPrecedence: boolean; readonly forbiddenOnFail: boolean | undefined;
+    };
+  }
+}
+
 export const AUTHZ_PROVIDER_GROUP = 'authz';
 export const AUTHZ_PROVIDER_VERSION = '0';
 /** r.notes key holding the provider name while a provider runs (AUTHZ_PROVIDER_NAME_NOTE). */
@@ -105,7 +120,7 @@ function methodKey(m: string): string {
   return m === 'HEAD' ? 'GET' : m;
 }
 
-function maskFromScope(limited: { readonly methods: ReadonlySet<string>; readonly except: boolean } | undefined): MethodMask {
+export function maskFromScope(limited: { readonly methods: ReadonlySet<string>; readonly except: boolean } | undefined): MethodMask {
   if (!limited) return ALL_METHODS;
   const methods = new Set<string>();
   for (const m of limited.methods) methods.add(methodKey(m));
@@ -120,7 +135,7 @@ function maskUnion(a: MethodMask, b: MethodMask): MethodMask {
   return { except: true, methods: new Set([...exc.methods].filter((m) => !inc.methods.has(m))) };
 }
 
-function maskHas(mask: MethodMask, method: string): boolean {
+export function maskHas(mask: MethodMask, method: string): boolean {
   return mask.methods.has(methodKey(method)) !== mask.except;
 }
 
@@ -142,6 +157,9 @@ export interface AuthzSection {
   /** Produced by AuthMerging, not a real container (only for logging). */
   isMerged: boolean;
   children: AuthzSection[];
+  /** "file:line" of the Require line, container or AuthMerging that made it (for `plume
+   *  explain`); undefined for the implicit <RequireAny> of side-by-side Require lines. */
+  where: string | undefined;
 }
 
 export interface AuthzCoreDirConfig {
@@ -149,6 +167,8 @@ export interface AuthzCoreDirConfig {
   section: AuthzSection | undefined;
   /** AuthMerging (undefined = not set). */
   readonly op: MergeOp;
+  /** "file:line" of that AuthMerging line. */
+  readonly opWhere: string | undefined;
   /** AuthzSendForbiddenOnFailure (undefined = not set). */
   readonly forbiddenOnFail: boolean | undefined;
 }
@@ -156,6 +176,7 @@ export interface AuthzCoreDirConfig {
 interface MutableDirConfig {
   section: AuthzSection | undefined;
   op: MergeOp;
+  opWhere: string | undefined;
   forbiddenOnFail: boolean | undefined;
 }
 
@@ -178,7 +199,7 @@ let allDirConfigs: AuthzCoreDirConfig[] = [];
 let collecting = false;
 
 function createDirConfig(): AuthzCoreDirConfig {
-  const c: MutableDirConfig = { section: undefined, op: undefined, forbiddenOnFail: undefined };
+  const c: MutableDirConfig = { section: undefined, op: undefined, opWhere: undefined, forbiddenOnFail: undefined };
   if (collecting) allDirConfigs.push(c);
   return c;
 }
@@ -186,28 +207,32 @@ function createDirConfig(): AuthzCoreDirConfig {
 function mergeDirConfig(base: Readonly<AuthzCoreDirConfig>, add: Readonly<AuthzCoreDirConfig>): AuthzCoreDirConfig {
   let section: AuthzSection | undefined;
   let op: MergeOp;
+  let opWhere: string | undefined;
   if (add.op === undefined && !add.section && base.section) {
     // Only AuthzSendForbiddenOnFailure set in add: not a new auth config for AuthMerging.
     section = base.section;
     op = base.op;
+    opWhere = base.opWhere;
   } else if (add.op === 'off' || add.op === undefined || !(base.section || add.section)) {
     section = add.section;
     op = add.op;
+    opWhere = add.opWhere;
   } else {
     if (base.section && add.section) {
       section = {
         providerName: undefined, providerArgs: '', parsed: undefined, provider: undefined,
         limited: maskUnion(base.section.limited, add.section.limited),
         op: add.op, negate: false, isMerged: true,
-        children: [base.section, add.section],
+        children: [base.section, add.section], where: add.opWhere,
       };
     } else {
       section = (base.section ?? add.section)!;
     }
     op = add.op;
+    opWhere = add.opWhere;
   }
   return {
-    section, op,
+    section, op, opWhere,
     forbiddenOnFail: add.forbiddenOnFail === undefined ? base.forbiddenOnFail : add.forbiddenOnFail,
   };
 }
@@ -237,7 +262,7 @@ export function formatAuthzCommand(s: AuthzSection): string {
 function defaultSection(): AuthzSection {
   return {
     providerName: undefined, providerArgs: '', parsed: undefined, provider: undefined,
-    limited: NO_METHODS, op: 'or', negate: false, isMerged: false, children: [],
+    limited: NO_METHODS, op: 'or', negate: false, isMerged: false, children: [], where: undefined,
   };
 }
 
@@ -283,6 +308,7 @@ function addAuthzProvider(cmd: Cmd, raw: string): string | undefined {
   const section: AuthzSection = {
     providerName: name, providerArgs: args, parsed: undefined, provider,
     limited: maskFromScope(cmd.scope.limited), op: 'and', negate, isMerged: false, children: [],
+    where: `${cmd.file}:${cmd.line}`,
   };
   if (provider.parse) {
     const res = provider.parse(cmd as CmdParms, args);
@@ -308,7 +334,7 @@ function addAuthzSection(cmd: Cmd, raw: string): string | undefined {
     limited: NO_METHODS,
     op: lname === '<requireall' || lname === '<requirenotall' ? 'and' : 'or',
     negate: lname === '<requirenone' || lname === '<requirenotall',
-    isMerged: false, children: [],
+    isMerged: false, children: [], where: `${cmd.file}:${cmd.line}`,
   };
   conf.section = section;
   try {
@@ -339,6 +365,7 @@ function authzMergeSections(cmd: Cmd, arg: string): string | undefined {
   else if (a === 'and') conf.op = 'and';
   else if (a === 'or') conf.op = 'or';
   else return `${cmd.name} must be one of: Off | And | Or`;
+  conf.opWhere = `${cmd.file}:${cmd.line}`;
   return undefined;
 }
 
@@ -446,6 +473,11 @@ function checkConfig(ctx: ConfigContext): string | undefined {
 
 // ---- evaluation (apply_authz_sections) ----------------------------------------------------
 
+/** Where httpd 2.4.71 logs its debug lines (APLOG_MARK), shown by the default log format. */
+const SRC_01625 = 'mod_authz_core.c(733)';
+const SRC_01626 = 'mod_authz_core.c(815)';
+const SRC_01628 = 'mod_authz_core.c(843)';
+
 function combine(op: LogicOp, acc: AuthzStatus, child: AuthzStatus): { acc: AuthzStatus; stop: boolean } {
   if (child === AUTHZ_NEUTRAL) return { acc, stop: false };
   if (op === 'and') {
@@ -459,13 +491,15 @@ function combine(op: LogicOp, acc: AuthzStatus, child: AuthzStatus): { acc: Auth
 }
 
 function finish(r: Request, section: AuthzSection, result: AuthzStatus): AuthzStatus {
+  const raw = result;
   if (section.negate) {
     if (result === AUTHZ_GRANTED) result = AUTHZ_DENIED;
     else if (result === AUTHZ_DENIED || result === AUTHZ_DENIED_NO_USER) result = AUTHZ_NEUTRAL;
   }
   if (r.wantsLog('authz_core', APLOG_DEBUG)) {
-    r.log('authz_core', APLOG_DEBUG, `AH01626: authorization result of ${formatAuthzCommand(section)}: ${formatResult(result)}`);
+    r.log('authz_core', APLOG_DEBUG, `AH01626: authorization result of ${formatAuthzCommand(section)}: ${formatResult(result)}`, undefined, SRC_01626);
   }
+  r.trace?.record('authz', { section, raw, result, limitedOut: false });
   return result;
 }
 
@@ -495,8 +529,9 @@ export function applyAuthzSections(r: Request, section: AuthzSection, parentOp: 
     const res = parentOp === 'and' ? AUTHZ_GRANTED : AUTHZ_NEUTRAL;
     if (r.wantsLog('authz_core', APLOG_DEBUG)) {
       r.log('authz_core', APLOG_DEBUG,
-        `AH01625: authorization result of ${formatAuthzCommand(section)}: ${formatResult(res)} (directive limited to other methods)`);
+        `AH01625: authorization result of ${formatAuthzCommand(section)}: ${formatResult(res)} (directive limited to other methods)`, undefined, SRC_01625);
     }
+    r.trace?.record('authz', { section, raw: res, result: res, limitedOut: true });
     return res;
   }
   if (section.provider) {
@@ -548,19 +583,60 @@ function decide(r: Request, conf: AuthzCoreDirConfig, res: AuthzStatus, afterAut
   return 500;
 }
 
+// ---- precedence of mod_access_compat (specification 5.2 rule 5, table 5.4) ------------------
+
+/** The providers that stand for 2.2's host-based access control ("Allow/Deny from"). */
+const HOST_STYLE_PROVIDERS = new Set(['all', 'env', 'ip', 'host', 'local', 'forward-dns']);
+const hostStyleCache = new WeakMap<AuthzSection, boolean>();
+
+/** Whether every Require line of a tree is host-style (none can depend on a user). */
+export function isHostStyle(s: AuthzSection): boolean {
+  let v = hostStyleCache.get(s);
+  if (v === undefined) {
+    v = s.provider ? HOST_STYLE_PROVIDERS.has(s.providerName ?? '') : s.children.every(isHostStyle);
+    hostStyleCache.set(s, v);
+  }
+  return v;
+}
+
+let compatDecides: ((r: Request) => boolean) | null = null;
+
+/** mod_access_compat registers here whether its Order/Allow/Deny rules granted a request
+ *  under Satisfy All (null to unregister). */
+export function registerCompatPrecedence(fn: ((r: Request) => boolean) | null): void {
+  compatDecides = fn;
+}
+
 function authorizeUserCore(r: Request, afterAuthn: boolean): MaybePromise<number> {
   const conf = self.dir(r);
   if (!conf || !conf.section) {
-    if (authn.authType(r) !== undefined) {
+    const st = authn.authType(r) !== undefined ? 500 : OK;
+    r.trace?.record('authz_decision', { afterAuthn, tree: undefined, result: undefined, status: st, compatPrecedence: false, forbiddenOnFail: conf?.forbiddenOnFail });
+    if (st === 500) {
       r.log('authz_core', APLOG_ERR, 'AH01627: AuthType configured with no corresponding authorization directives');
       return 500;
     }
-    if (r.wantsLog('authz_core', APLOG_DEBUG)) r.log('authz_core', APLOG_DEBUG, 'AH01628: authorization result: granted (no directives)');
+    if (r.wantsLog('authz_core', APLOG_DEBUG)) r.log('authz_core', APLOG_DEBUG, 'AH01628: authorization result: granted (no directives)', undefined, SRC_01628);
     return OK;
   }
   const res = applyAuthzSections(r, conf.section, 'and');
-  if (res instanceof Promise) return res.then((v) => decide(r, conf, v, afterAuthn));
-  return decide(r, conf, res, afterAuthn);
+  if (res instanceof Promise) return res.then((v) => decideWithCompat(r, conf, v, afterAuthn));
+  return decideWithCompat(r, conf, res, afterAuthn);
+}
+
+function decideWithCompat(r: Request, conf: AuthzCoreDirConfig, res: AuthzStatus, afterAuthn: boolean): number {
+  // DIFFERENCE: httpd 2.4.71 requires both the Order/Allow/Deny rules and the Require lines to
+  // pass under Satisfy All; the specification (5.2 rule 5, second row of table 5.4) lets the
+  // mod_access_compat rules decide when the merged configuration holds both kinds. Only trees
+  // of host-style Require lines give way: a tree that needs a user still runs authentication.
+  if ((res === AUTHZ_DENIED || res === AUTHZ_NEUTRAL) && !afterAuthn && compatDecides !== null
+    && compatDecides(r) && conf.section !== undefined && isHostStyle(conf.section)) {
+    r.trace?.record('authz_decision', { afterAuthn, tree: conf.section, result: res, status: OK, compatPrecedence: true, forbiddenOnFail: conf.forbiddenOnFail });
+    return OK;
+  }
+  const st = decide(r, conf, res, afterAuthn);
+  r.trace?.record('authz_decision', { afterAuthn, tree: conf.section, result: res, status: st, compatPrecedence: false, forbiddenOnFail: conf.forbiddenOnFail });
+  return st;
 }
 
 function authorizeUserless(r: Request): MaybePromise<number> {
@@ -581,7 +657,7 @@ export function authzSomeAuthRequired(r: Request): boolean {
 // ---- this module's providers ------------------------------------------------------------
 
 /** apr_table_get on a Map: exact name, then ASCII case-insensitively. */
-function envHas(m: ReadonlyMap<string, string>, name: string): boolean {
+export function envHas(m: ReadonlyMap<string, string>, name: string): boolean {
   if (m.has(name)) return true;
   const k = name.toLowerCase();
   for (const key of m.keys()) if (key.length === name.length && key.toLowerCase() === k) return true;
@@ -676,7 +752,7 @@ const self = defineModule<AuthzCoreServerConfig, AuthzCoreDirConfig>({
     authChecker: { fn: authorizeUser, order: HOOK_LAST },
     accessCheckerEx: { fn: authorizeUserless, order: HOOK_LAST },
   },
-  configHooks: { preConfig, postConfig: checkConfig },
+  configHooks: { preConfig, checkConfig },
   providers,
 });
 
