@@ -31,6 +31,7 @@ import type { MaybePromise } from '../module.js';
 import { EOS, FTYPE_PROTOCOL, type Brigade, type Bucket, type FilterInstance, type FilterSpec } from '../filters.js';
 import { AP_CONDITION_NOMATCH, conditionIfRange } from './conditional.js';
 import { coreDir } from '../core/core-module.js';
+import { setKeepalive, markLengthUnknown } from './response.js';
 import type { CoreDirConfig } from '../core/config.js';
 import { APLOG_DEBUG, APLOG_TRACE1 } from '../log/levels.js';
 
@@ -351,9 +352,13 @@ function byterange(f: FilterInstance<null>, bb: Brigade): MaybePromise<void> {
     return f.pass(bb);
   }
   if (n < 0) {
-    // send_416: the error response replaces this one.
+    // send_416: the error response replaces this one. In httpd the response went through
+    // the keep-alive decision and the CONTENT_LENGTH filter before the error bucket came
+    // back: the connection is counted (or closed) as for it, and the page has no length.
     f.remove();
     r.status = 200;
+    setKeepalive(r, r.headersOut);
+    markLengthUnknown(r);
     return rangeError(r, 416);
   }
 

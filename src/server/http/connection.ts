@@ -1,6 +1,8 @@
-// One client connection: reads HTTP/1.x requests as httpd's protocol.c does (request-line
-// and header limits, Host rules, bodies by Content-Length or chunked), runs each through
-// the lifecycle, and keeps the connection alive by the KeepAlive rules.
+// One client connection, as httpd's ap_read_request and HTTP_IN filter handle it: lines read
+// with ap_rgetline's limits (LimitRequestLine, LimitRequestFieldSize, CRLF under Strict),
+// the request line answered at once when bad, headers (obs-fold, LimitRequestFields),
+// framing, Host and Expect, request bodies (Content-Length or chunked, LimitRequestBody,
+// 100 Continue), timeouts, pipelining, keep-alive and a lingering close.
 
 import type * as net from 'node:net';
 import * as fs from 'node:fs';
@@ -13,11 +15,38 @@ import { runAll } from '../hooks.js';
 import { OK } from '../module.js';
 import { nowMicros } from '../log/time.js';
 import { decodeUrlPath } from './uri.js';
+import { markLengthUnknown } from './response.js';
+import { DEFAULT_LIMIT_REQUEST_BODY } from './http-core.js';
+import {
+  type RequestTarget, newRequestTarget, parseRequestLine, fixHostname, fieldNameLen, isTokenChar, isHttpScheme,
+  parseStrictLength, isChunked, parseChunkSize, LOG_NAME_MAX_LEN, APR_EINVAL, APR_ENOSPC, APR_EGENERAL,
+} from './protocol.js';
+import { coreServer, coreDir } from '../core/core-module.js';
 import { APLOG_DEBUG, APLOG_INFO, APLOG_ERR } from '../log/levels.js';
 
-let nextConnId = 0;
+/** ap_rgetline outcomes. */
+const LN_OK = 0;
+const LN_MORE = 1;
+const LN_NOSPC = 2;
+const LN_INVAL = 3;
+const LN_EOF = 4;
+const LN_TIMEUP = 5;
+/** DEFAULT_LIMIT_BLANK_LINES: empty lines tolerated before a request line. */
+const DEFAULT_LIMIT_BLANK_LINES = 10;
+/** HUGE_STRING_LEN: the most the core input filter hands over per line read. */
+const GETLINE_READ_MAX = 8192;
+/** Unread input kept in memory before the socket is paused. */
+const READ_AHEAD_MAX = 256 * 1024;
+/** Lingering close: how long a closing connection waits for the client to go. */
+const LINGER_MS = 2000;
+/** What the connection's one timer is waiting for. */
+const TIMER_NONE = 0;
+const TIMER_READ = 1;
+const TIMER_KEEPALIVE = 2;
+const TIMER_LINGER = 3;
+const EMPTY = Buffer.alloc(0);
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+let nextConnId = 0;
 
 export class HttpConnection implements ConnRec, Wire {
   readonly id = nextConnId++;
@@ -34,12 +63,28 @@ export class HttpConnection implements ConnRec, Wire {
   readonly notes = new Map<string, string>();
   baseServer: ServerRec;
   readonly wire: Wire = this;
-  private buf: Buffer = Buffer.alloc(0);
+  private buf: Buffer = EMPTY;
   private busy = false;
   private closed = false;
+  /** The client has closed its side. */
+  private eof = false;
+  /** The connection is closing: further input is dropped. */
+  private ending = false;
+  private timedOut = false;
   private timer: NodeJS.Timeout | null = null;
+  private timerKind = TIMER_NONE;
   private bodyWaiter: (() => void) | null = null;
   private candidates: readonly ServerRec[];
+  /** HttpProtocolOptions Strict (the default) of the server chosen by address. */
+  private readonly strict: boolean;
+  /** The last line read by getLine and where the next one starts. */
+  private lnText = '';
+  private lnNext = 0;
+  /** Where a line without LF went over its limit, and the buffer length then. */
+  private overflowFrom = -1;
+  private overflowAt = 0;
+  /** What ap_parse_uri found in the request target of the current request. */
+  private readonly target: RequestTarget = newRequestTarget();
 
   constructor(private readonly socket: net.Socket, private readonly rt: Runtime) {
     this.remoteIp = normIp(socket.remoteAddress ?? '');
@@ -48,19 +93,23 @@ export class HttpConnection implements ConnRec, Wire {
     this.localPort = socket.localPort ?? 0;
     this.candidates = rt.vhosts.candidates(this.localIp, this.localPort);
     this.baseServer = this.candidates[0] ?? rt.mainServer;
+    this.strict = coreServer(this.baseServer).strictProtocol !== false;
     socket.setNoDelay(true);
+    // A client may half-close after its request and still read the answer.
+    socket.allowHalfOpen = true;
     socket.on('data', (d: Buffer) => this.onData(d));
+    socket.on('end', () => this.onEnd());
     socket.on('error', () => { this.aborted = true; });
-    socket.on('close', () => { this.closed = true; this.aborted = true; this.clearTimer(); this.bodyWaiter?.(); this.drainWaiters(); });
+    socket.on('close', () => { this.closed = true; this.aborted = true; this.dropTimer(); this.bodyWaiter?.(); this.drainWaiters(); });
     socket.on('drain', () => this.drainWaiters());
-    this.armTimer(this.baseServer.timeout * 1000);
+    this.armTimer(this.baseServer.timeout * 1000, TIMER_READ);
   }
 
   // ---- Wire ----------------------------------------------------------------------------
   get destroyed(): boolean { return this.closed || this.socket.destroyed; }
-  write(data: Buffer | string): boolean {
+  write(data: Buffer | string, encoding: BufferEncoding = 'latin1'): boolean {
     if (this.destroyed) return true;
-    return this.socket.write(data);
+    return typeof data === 'string' ? this.socket.write(data, encoding) : this.socket.write(data);
   }
   private waiters: (() => void)[] = [];
   drain(): Promise<void> {
@@ -95,109 +144,341 @@ export class HttpConnection implements ConnRec, Wire {
   uncork(): void { this.socket.uncork(); }
 
   // ---- timers -----------------------------------------------------------------------------
-  private armTimer(ms: number): void {
-    this.clearTimer();
-    if (ms > 0) this.timer = setTimeout(() => this.onTimeout(), ms);
+  // One Timeout object per connection, re-armed with refresh() (cheaper than a new timer per
+  // request); clearing only disarms it, and a disarmed timer that fires does nothing.
+  private timerMs = 0;
+  private armTimer(ms: number, kind: number): void {
+    if (ms <= 0) { this.timerKind = TIMER_NONE; return; }
+    this.timerKind = kind;
+    if (this.timer !== null && this.timerMs === ms) { this.timer.refresh(); return; }
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timerMs = ms;
+    this.timer = setTimeout(() => { if (this.timerKind !== TIMER_NONE) this.onTimeout(); }, ms);
   }
   private clearTimer(): void {
-    if (this.timer) { clearTimeout(this.timer); this.timer = null; }
+    this.timerKind = TIMER_NONE;
+  }
+  private dropTimer(): void {
+    this.timerKind = TIMER_NONE;
+    if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
   }
   private onTimeout(): void {
-    // Idle between requests, or a client too slow: close (httpd logs nothing at warn).
-    this.socket.destroy();
+    const kind = this.timerKind;
+    this.timer = null;
+    this.timerKind = TIMER_NONE;
+    if (kind !== TIMER_READ) {
+      // Idle between requests, or done lingering: close (httpd logs nothing at warn).
+      this.socket.destroy();
+      return;
+    }
+    // Timeout waiting for the client: a request whose headers are incomplete gets 408,
+    // a body read fails with 408, a partial request line is dropped.
+    this.timedOut = true;
+    if (this.bodyWaiter) { const w = this.bodyWaiter; this.bodyWaiter = null; w(); return; }
+    if (!this.busy) this.tryRequest();
+    else this.socket.destroy();
   }
 
   // ---- reading requests -----------------------------------------------------------------
   private onData(d: Buffer): void {
+    if (this.ending) return;
     this.buf = this.buf.length ? Buffer.concat([this.buf, d]) : d;
+    if (this.bodyWaiter) { const w = this.bodyWaiter; this.bodyWaiter = null; w(); return; }
+    if (!this.busy) this.tryRequest();
+    // Input nobody is reading yet (a body the handler has not asked for, pipelined
+    // requests) stays in the kernel beyond this, as httpd leaves it unread.
+    else if (this.buf.length > READ_AHEAD_MAX) this.socket.pause();
+  }
+
+  /** The client closed its side: what is buffered is all there will be. */
+  private onEnd(): void {
+    this.eof = true;
     if (this.bodyWaiter) { const w = this.bodyWaiter; this.bodyWaiter = null; w(); return; }
     if (!this.busy) this.tryRequest();
   }
 
+  /**
+   * Reads one protocol line at `from` as ap_rgetline does with a buffer of `n` bytes (the
+   * limit + 2): sets lnText (without CRLF; truncated to n - 1 bytes on overflow, at a NUL
+   * byte, or holding the bare LF when CRLF is required) and lnNext (where the next line
+   * starts, or how far the read got). Returns an LN_* code.
+   */
+  private getLine(from: number, n: number, crlf: boolean): number {
+    const buf = this.buf;
+    const nl = buf.indexOf(0x0a, from);
+    let end: number;
+    let rv = LN_OK;
+    if (nl < 0) {
+      const have = buf.length - from;
+      // Without LF the line overflows once more than n bytes are in (a final CR may still
+      // be the start of the CRLF that ends a line one byte too long, which httpd accepts).
+      // httpd takes in at most 8 KB per read and notices the overflow on the read after
+      // the one that overflowed: only when more input is there or arrives (EOF instead
+      // ends the line as incomplete).
+      const over = have > n + 1 || (have === n + 1 && buf[buf.length - 1] !== 0x0d);
+      if (over && (have > GETLINE_READ_MAX || (this.overflowFrom === from && buf.length > this.overflowAt))) {
+        rv = LN_NOSPC;
+        end = from + n - 1;
+        this.lnNext = buf.length;
+      } else {
+        if (over && this.overflowFrom !== from) { this.overflowFrom = from; this.overflowAt = buf.length; }
+        return this.eof ? LN_EOF : LN_MORE;
+      }
+    } else {
+      this.lnNext = nl + 1;
+      const cr = nl > from && buf[nl - 1] === 0x0d;
+      const total = nl + 1 - from;
+      if (total > n && !(total === n + 1 && cr)) { rv = LN_NOSPC; end = from + n - 1; }
+      else if (cr) end = nl - 1;
+      else if (crlf) { rv = LN_INVAL; end = nl + 1; }
+      else end = nl;
+    }
+    let text = buf.toString('latin1', from, end);
+    const z = text.indexOf('\0');
+    if (z >= 0) {
+      text = text.slice(0, z);
+      if (rv === LN_OK) rv = LN_INVAL;
+    }
+    this.lnText = text;
+    return rv;
+  }
+
+  /** Reads the next request when a whole request line (and its header block) is in. */
   private tryRequest(): void {
-    if (this.busy || this.closed) return;
+    if (this.busy || this.closed || this.ending) return;
     const s = this.baseServer;
-    // Skip blank lines before a request line (httpd tolerates them).
-    let start = 0;
-    while (start < this.buf.length && (this.buf[start] === 0x0d || this.buf[start] === 0x0a)) start++;
-    if (start) this.buf = this.buf.subarray(start);
-    if (this.buf.length === 0) return;
-    const lineEnd = this.buf.indexOf(0x0a);
-    if (lineEnd < 0) {
-      if (this.buf.length > s.limitRequestLine + 2) this.fail(414, this.buf.subarray(0, 100).toString('latin1'), 'line');
+    const strict = this.strict;
+    // read_request_line: up to ten empty lines before the request line are skipped.
+    let pos = 0;
+    let rv: number;
+    for (let blanks = 0; ; blanks++) {
+      rv = this.getLine(pos, s.limitRequestLine + 2, strict);
+      if (rv !== LN_OK || this.lnText !== '' || blanks === DEFAULT_LIMIT_BLANK_LINES) break;
+      pos = this.lnNext;
+    }
+    if (rv === LN_MORE) {
+      // A timeout before a whole request line: close without an answer.
+      if (this.timedOut) this.endConnection();
+      else if (this.buf.length > 0 && this.timerKind !== TIMER_READ) this.armTimer(s.timeout * 1000, TIMER_READ);
       return;
     }
-    if (lineEnd > s.limitRequestLine + 1) { this.fail(414, this.buf.subarray(0, lineEnd).toString('latin1'), 'line'); return; }
-    // Find the end of the headers.
-    let pos = lineEnd + 1;
-    const headerLines: string[] = [];
+    if (rv === LN_EOF) {
+      // Closed before a whole request line: nothing to answer, nothing to log.
+      this.endConnection();
+      return;
+    }
+    const lineText = this.lnText;
+    const lineNext = this.lnNext;
+    const r = new Request(this.rt, this, s);
+    r.perDirConfig = s.lookupDefaults;
+    r.logLevel = s.logLevel;
+    if (rv !== LN_OK) {
+      // The request line could not be read: 414 (too long) or 400 (bare LF, NUL byte).
+      this.begin(r, lineNext);
+      r.theRequest = lineText;
+      r.protocol = 'HTTP/1.0';
+      r.protoNum = 1000;
+      if (rv === LN_NOSPC) {
+        r.log('core', APLOG_INFO, `AH00565: request failed: client's request-line exceeds LimitRequestLine (longer than ${s.limitRequestLine})`);
+        void this.dieUnusable(r, 414);
+      } else {
+        r.log('core', APLOG_DEBUG, 'AH00566: request failed: malformed request line');
+        void this.dieUnusable(r, 400);
+      }
+      return;
+    }
+    // httpd parses the request line before reading any header: a bad one is answered at once.
+    const st = parseRequestLine(r, lineText, strict, coreServer(s), this.target);
+    if (st !== OK) {
+      this.begin(r, lineNext);
+      void this.dieUnusable(r, st);
+      return;
+    }
+    if (r.assbackwards) {
+      // HTTP/0.9: no headers follow.
+      this.begin(r, lineNext);
+      this.consume(lineNext);
+      void this.handle(r);
+      return;
+    }
+    const lines: string[] = [];
+    let headRv = LN_OK;
+    let headEnd = lineNext;
+    const nf = s.limitRequestFieldSize + 2;
     for (;;) {
-      const nl = this.buf.indexOf(0x0a, pos);
-      if (nl < 0) {
-        if (this.buf.length - pos > s.limitRequestFieldSize + 2) { this.failHeader(this.buf.subarray(0, lineEnd), 'size', this.buf.subarray(pos, pos + 80).toString('latin1')); }
+      headRv = this.getLine(headEnd, nf, strict);
+      if (headRv === LN_MORE) {
+        if (this.timedOut) { headRv = LN_TIMEUP; lines.push(''); break; }
+        if (this.timerKind !== TIMER_READ) this.armTimer(s.timeout * 1000, TIMER_READ);
         return;
       }
-      let line = this.buf.subarray(pos, nl).toString('latin1');
-      if (line.endsWith('\r')) line = line.slice(0, -1);
-      pos = nl + 1;
-      if (line === '') break;
-      if (line.length > s.limitRequestFieldSize) { this.failHeader(this.buf.subarray(0, lineEnd), 'size', line); return; }
-      headerLines.push(line);
-      if (s.limitRequestFields && headerLines.length > s.limitRequestFields) { this.failHeader(this.buf.subarray(0, lineEnd), 'count', ''); return; }
+      if (headRv === LN_EOF) { lines.push(''); break; }
+      headEnd = this.lnNext;
+      lines.push(this.lnText);
+      if (headRv !== LN_OK || this.lnText === '') break;
     }
-    let requestLine = this.buf.subarray(0, lineEnd).toString('latin1');
-    if (requestLine.endsWith('\r')) requestLine = requestLine.slice(0, -1);
-    const headBytes = pos;
-    this.buf = this.buf.subarray(pos);
+    this.begin(r, headEnd);
+    this.consume(headEnd);
+    const hs = this.readHeaders(r, lines, headRv);
+    if (hs !== OK) {
+      r.log('core', APLOG_DEBUG, 'AH00567: request failed: error reading the headers');
+      void this.dieUnusable(r, hs);
+      return;
+    }
+    void this.handle(r);
+  }
+
+  /** Drops `n` bytes of buffered input (they belong to the request being served). */
+  private consume(n: number): void {
+    this.overflowFrom = -1;
+    this.buf = n >= this.buf.length ? EMPTY : this.buf.subarray(n);
+  }
+
+  /** The request starts: its time, the bytes read for it so far (mod_logio). */
+  private begin(r: Request, bytesRead: number): void {
     this.busy = true;
     this.clearTimer();
-    void this.handle(requestLine, headerLines, headBytes);
-  }
-
-  private newRequest(): Request {
-    const r = new Request(this.rt, this, this.baseServer);
     r.requestTime = Date.now();
     r.startMicros = nowMicros();
-    this.bytesIn = 0;
+    this.bytesIn = bytesRead;
     this.bytesOut = 0;
-    return r;
   }
 
-  /** A request that failed before it could be parsed: 414 or 400 with httpd's log line. */
-  private fail(status: number, line: string, what: 'line'): void {
-    void what;
-    this.busy = true;
-    const r = this.newRequest();
-    r.theRequest = line.length > 0 ? line : '';
-    r.status = status;
-    r.method = 'GET';
-    r.protoNum = 1001;
-    r.log('core', APLOG_INFO, `AH00565: request failed: client's request-line exceeds LimitRequestLine (longer than ${this.baseServer.limitRequestLine})`);
-    this.keepAlive = false;
-    void this.finishEarly(r, status);
-  }
-
-  private failHeader(lineBuf: Buffer, why: 'size' | 'count', field: string): void {
-    this.busy = true;
-    const r = this.newRequest();
-    let line = lineBuf.toString('latin1');
-    if (line.endsWith('\r')) line = line.slice(0, -1);
-    this.parseRequestLine(r, line);
-    this.keepAlive = false;
-    if (why === 'size') {
-      const name = field.split(':')[0]!.slice(0, 80);
-      r.notes.set('error-notes', `Size of a request header field exceeds server limit.<br />\n<pre>\n${this.rt.escapeHtml(name)}\n</pre>\n`);
-      r.log('core', APLOG_INFO, `AH00561: Request header exceeds LimitRequestFieldSize: ${name}`);
-    } else {
-      r.notes.set('error-notes', "The number of request header fields exceeds this server's limit.");
-      r.log('core', APLOG_INFO, `AH00563: Number of request headers exceeds the limit`);
+  /**
+   * ap_get_mime_headers_core: header lines (the last one is the empty line, or the line
+   * whose read failed with `lastRv`), obs-fold joined with a space, LimitRequestFields and
+   * LimitRequestFieldSize, strict field syntax; repeated fields are merged with ", ".
+   */
+  private readHeaders(r: Request, lines: string[], lastRv: number): number {
+    const s = r.server;
+    let last: string | null = null;
+    let fieldsRead = 0;
+    let merged = false;
+    const n = lines.length;
+    for (let i = 0; i < n; i++) {
+      let field = lines[i]!;
+      if (i === n - 1 && lastRv !== LN_OK) {
+        if (lastRv === LN_TIMEUP) return 408;
+        if (r.wantsLog('core', APLOG_DEBUG)) {
+          r.log('core', APLOG_DEBUG, `Failed to read request header line ${lastRv === LN_EOF ? '(null)' : field}`,
+            lastRv === LN_EOF ? APR_EGENERAL : lastRv === LN_NOSPC ? APR_ENOSPC : APR_EINVAL);
+        }
+        if (lastRv === LN_NOSPC) {
+          r.notes.set('error-notes', 'Size of a request header field exceeds server limit.');
+          const name = field.slice(0, fieldNameLen(field));
+          r.log('core', APLOG_INFO, `AH00561: Request header exceeds LimitRequestFieldSize${name ? ': ' : ''}${name}`);
+        }
+        return 400;
+      }
+      // Trailing blanks are dropped (keeping a lone one).
+      let len = field.length;
+      while (len > 1 && (field.charCodeAt(len - 1) === 0x20 || field.charCodeAt(len - 1) === 0x09)) len--;
+      if (len !== field.length) field = field.slice(0, len);
+      const c0 = field.charCodeAt(0);
+      if (c0 === 0x20 || c0 === 0x09) {
+        if (last === null) {
+          r.log('core', APLOG_DEBUG, 'AH03442: Line folding encountered before first header line');
+          return 400;
+        }
+        if (len === 1) {
+          r.log('core', APLOG_DEBUG, 'AH03443: Empty folded line encountered');
+          return 400;
+        }
+        let k = 1;
+        while (k < len && (field.charCodeAt(k) === 0x20 || field.charCodeAt(k) === 0x09)) k++;
+        const rest = field.slice(k);
+        if (last.length + rest.length + 2 >= s.limitRequestFieldSize) {
+          r.notes.set('error-notes', 'Size of a request header field exceeds server limit.');
+          r.log('core', APLOG_INFO, `AH00562: Request header exceeds LimitRequestFieldSize after folding: ${last.slice(0, fieldNameLen(last))}`);
+          return 400;
+        }
+        last = last + ' ' + rest;
+        continue;
+      }
+      if (last !== null) {
+        if (s.limitRequestFields && ++fieldsRead > s.limitRequestFields) {
+          r.notes.set('error-notes', "The number of request header fields exceeds this server's limit.");
+          r.log('core', APLOG_INFO, 'AH00563: Number of request headers exceeds LimitRequestFields');
+          return 400;
+        }
+        const st = this.addField(r, last);
+        if (st < 0) merged = true;
+        else if (st !== OK) return st;
+      }
+      if (len === 0) break;
+      last = field;
     }
-    void this.finishEarly(r, 400);
+    if (merged) {
+      // LimitRequestFieldSize applies again to merged values.
+      let bad: string | undefined;
+      r.headersIn.forEach((name, value) => { if (bad === undefined && value.length > s.limitRequestFieldSize) bad = name; });
+      if (bad !== undefined) {
+        r.notes.set('error-notes', 'Size of a request header field exceeds server limit.');
+        r.log('core', APLOG_INFO, `AH00560: Request header exceeds LimitRequestFieldSize after merging: ${bad.slice(0, fieldNameLen(bad))}`);
+        return 400;
+      }
+    }
+    return OK;
   }
 
-  private async finishEarly(r: Request, status: number): Promise<void> {
-    r.status = status;
+  /** One "name: value" header line; OK, -1 when merged into an earlier field, or 400. */
+  private addField(r: Request, line: string): number {
+    if (this.strict) {
+      let c = 0;
+      while (c < line.length && isTokenChar(line.charCodeAt(c))) c++;
+      if (c === 0 || line.charCodeAt(c) !== 0x3a) {
+        r.log('core', APLOG_DEBUG, `AH02426: Request header field name is malformed: ${line.slice(0, LOG_NAME_MAX_LEN)}`);
+        return 400;
+      }
+      let v = c + 1;
+      while (line.charCodeAt(v) === 0x20 || line.charCodeAt(v) === 0x09) v++;
+      const value = line.slice(v);
+      for (let k = 0; k < value.length; k++) {
+        const ch = value.charCodeAt(k);
+        if ((ch < 0x20 && ch !== 0x09) || ch === 0x7f) {
+          r.log('core', APLOG_DEBUG, `AH02427: Request header value is malformed: ${value.slice(0, LOG_NAME_MAX_LEN)}`);
+          return 400;
+        }
+      }
+      return this.storeField(r, line.slice(0, c), value);
+    }
+    const c = line.indexOf(':');
+    if (c < 0) {
+      r.log('core', APLOG_DEBUG, `AH00564: Request header field is missing ':' separator: ${line.slice(0, LOG_NAME_MAX_LEN)}`);
+      return 400;
+    }
+    if (c === 0) {
+      r.log('core', APLOG_DEBUG, 'AH03453: Request header field name was empty');
+      return 400;
+    }
+    const name = line.slice(0, c);
+    if (/[\t\n\v\f\r ]/.test(name)) {
+      r.log('core', APLOG_DEBUG, 'AH03452: Request header field name presented invalid whitespace');
+      return 400;
+    }
+    let v = c + 1;
+    while (line.charCodeAt(v) === 0x20 || line.charCodeAt(v) === 0x09) v++;
+    const value = line.slice(v);
+    if (/[\n\v\f\r]/.test(value)) {
+      r.log('core', APLOG_DEBUG, 'AH03451: Request header field value presented bad whitespace');
+      return 400;
+    }
+    return this.storeField(r, name, value);
+  }
+
+  private storeField(r: Request, name: string, value: string): number {
+    const h = r.headersIn;
+    if (h.size === 0 || !h.has(name)) { h.add(name, value); return OK; }
+    h.merge(name, value);
+    return -1;
+  }
+
+  /** die_unusable_input: the rest of the input is dropped and the connection closes. */
+  private async dieUnusable(r: Request, status: number): Promise<void> {
     this.keepAlive = false;
+    this.ending = true;
+    this.buf = EMPTY;
+    r.status = status;
     try {
       await die(this.rt, r, status);
       await runAll(this.rt.hooks.logTransaction, r);
@@ -206,79 +487,58 @@ export class HttpConnection implements ConnRec, Wire {
     }
   }
 
-  /** Parses "METHOD URI PROTOCOL"; returns an HTTP status on error. */
-  private parseRequestLine(r: Request, line: string): number {
-    r.theRequest = line;
-    const parts = line.split(' ');
-    if (parts.length === 2 && parts[1] !== '') {
-      // HTTP/0.9 "GET /path".
-      r.method = parts[0]!;
-      r.protocol = 'HTTP/0.9';
-      r.protoNum = 9;
-      r.assbackwards = true;
-      r.unparsedUri = parts[1]!;
-      return r.method === 'GET' ? OK : 400;
+  /** Answers an error found while reading the request (ap_read_request's die path); the
+   *  connection closes afterwards whatever the response said. */
+  private async dieBeforeHooks(r: Request, status: number): Promise<void> {
+    r.status = status;
+    try {
+      await die(this.rt, r, status);
+      await runAll(this.rt.hooks.logTransaction, r);
+    } finally {
+      this.endConnection();
     }
-    if (parts.length !== 3 || parts[0] === '' || parts[1] === '') return 400;
-    r.method = parts[0]!;
-    r.unparsedUri = parts[1]!;
-    r.protocol = parts[2]!;
-    const pm = /^HTTP\/(\d)\.(\d)$/.exec(r.protocol);
-    if (!pm) return 400;
-    r.protoNum = Number(pm[1]) * 1000 + Number(pm[2]);
-    if (!TOKEN.test(r.method)) return 400;
-    if (r.protoNum >= 2000) return 505;
-    return OK;
   }
 
-  private async handle(requestLine: string, headerLines: string[], headBytes: number): Promise<void> {
-    const r = this.newRequest();
-    this.bytesIn = headBytes;
-    let st = this.parseRequestLine(r, requestLine);
-    if (st === OK) {
-      for (const l of headerLines) {
-        if (l[0] === ' ' || l[0] === '\t') { st = 400; r.log('core', APLOG_DEBUG, `AH02427: Line folding encountered`); break; }
-        const c = l.indexOf(':');
-        if (c <= 0) {
-          st = 400;
-          r.notes.set('error-notes', "Request header field is missing ':' separator.<br />\n<pre>\n" + this.rt.escapeHtml(l.slice(0, 80)) + '</pre>\n');
-          r.log('core', APLOG_DEBUG, `AH00564: Request header field is missing ':' separator: ${l.slice(0, 80)}`);
-          break;
-        }
-        const name = l.slice(0, c);
-        if (!TOKEN.test(name)) { st = 400; break; }
-        r.headersIn.add(name, l.slice(c + 1).trim());
-      }
-    }
+  private bodyLimit(r: Request): number {
+    return coreDir(r).limitRequestBody ?? DEFAULT_LIMIT_REQUEST_BODY;
+  }
+
+  /** Everything after the headers: framing, Host and Expect, post_read_request, then the
+   *  request through the lifecycle. */
+  private async handle(r: Request): Promise<void> {
     r.headerOnly = r.method === 'HEAD';
-    if (st === OK) st = this.readHostAndUri(r);
-    if (st === OK) st = this.setupBody(r);
-    if (st !== OK) {
-      this.keepAlive = false;
-      r.status = st;
-      await die(this.rt, r, st);
-      await runAll(this.rt.hooks.logTransaction, r);
-      this.endConnection();
-      return;
+    if (!r.assbackwards) {
+      const st = this.setupBody(r);
+      if (st !== OK) { await this.dieUnusable(r, st); return; }
     }
+    const hs = this.checkRequestHeader(r);
     r.perDirConfig = r.server.lookupDefaults;
     r.logLevel = r.server.logLevel;
+    if (hs !== OK) { await this.dieBeforeHooks(r, hs); return; }
     try {
-      const pr = await runAll(this.rt.hooks.postReadRequest, r);
+      let pr = runAll(this.rt.hooks.postReadRequest, r);
+      if (pr instanceof Promise) pr = await pr;
+      // ap_post_read_request: only http and https absolute URIs are served.
+      if (pr === OK && this.target.scheme !== undefined && !isHttpScheme(this.target.scheme)) pr = 400;
+      if (pr === OK) pr = this.decodePath(r);
       if (pr !== OK) {
         r.status = pr;
         await die(this.rt, r, pr);
       } else {
-        await processRequest(this.rt, r);
+        const done = processRequest(this.rt, r);
+        if (done instanceof Promise) await done;
       }
+      // An HTTP/0.9 response ends with the connection.
+      if (r.assbackwards) this.keepAlive = false;
       // Whatever of the body the handler did not read is discarded before the next request.
       if (r.body && !r.body.done && this.keepAlive) {
-        const d = await r.body.discard(0);
+        const d = await r.body.discard(this.bodyLimit(r));
         if (d !== OK) this.keepAlive = false;
       }
       let last: Request = r;
       while (last.next) last = last.next;
-      await runAll(this.rt.hooks.logTransaction, last);
+      const logged = runAll(this.rt.hooks.logTransaction, last);
+      if (logged instanceof Promise) await logged;
     } catch (e) {
       this.keepAlive = false;
       r.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
@@ -286,10 +546,11 @@ export class HttpConnection implements ConnRec, Wire {
         try { r.status = 500; await die(this.rt, r, 500); } catch { /* connection gone */ }
       }
     }
-    if (this.keepAlive && !this.destroyed) {
+    if (this.keepAlive && !this.destroyed && !(this.eof && this.buf.length === 0)) {
       this.busy = false;
-      this.armTimer(r.server.keepAliveTimeout);
-      if (this.buf.length) this.tryRequest();
+      if (this.socket.isPaused()) this.socket.resume();
+      this.armTimer(r.server.keepAliveTimeout, TIMER_KEEPALIVE);
+      if (this.buf.length || this.eof) this.tryRequest();
     } else {
       this.endConnection();
     }
@@ -297,70 +558,42 @@ export class HttpConnection implements ConnRec, Wire {
 
   private endConnection(): void {
     this.busy = true;
-    this.clearTimer();
-    if (!this.socket.destroyed) this.socket.end();
+    this.ending = true;
+    this.buf = EMPTY;
+    if (this.socket.destroyed) { this.clearTimer(); return; }
+    if (this.socket.isPaused()) this.socket.resume();
+    this.socket.end();
+    // Lingering close: give the client a moment to read the response, then drop it.
+    this.armTimer(LINGER_MS, TIMER_LINGER);
   }
 
-  /** Host header, absolute URIs, vhost selection and the decoded path (ap_read_request). */
-  private readHostAndUri(r: Request): number {
-    let uri = r.unparsedUri;
-    let host = r.headersIn.get('Host');
-    if (/^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(uri)) {
-      const m = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/([^/?#]*)(.*)$/.exec(uri)!;
-      host = m[1]!;
-      uri = m[2] || '/';
-    } else if (uri === '*' && r.method === 'OPTIONS') {
-      // OPTIONS * is answered by the server itself.
-    } else if (!uri.startsWith('/')) {
-      r.log('core', APLOG_ERR, `AH10388: Invalid URI in request ${r.theRequest}`);
-      return 400;
-    }
-    if (r.protoNum >= 1001 && host === undefined) {
-      r.log('core', APLOG_ERR, `AH00569: client sent HTTP/1.1 request without hostname (see RFC2616 section 14.23): ${r.unparsedUri}`);
-      return 400;
-    }
-    if (host !== undefined) {
-      const hm = /^(\[[0-9a-fA-F:.]+\]|[^:]*)(?::(\d*))?$/.exec(host);
-      if (!hm || /[^A-Za-z0-9.\-_[\]:]/.test(hm[1]!)) {
-        r.log('core', APLOG_ERR, `AH00550: Client sent malformed Host header: ${host}`);
-        return 400;
+  /** ap_check_request_header: Host (vhost selection), the HTTP/1.1 Host rule, Expect. */
+  private checkRequestHeader(r: Request): number {
+    const host = r.headersIn.get('Host');
+    let hostname: string | undefined;
+    if (this.target.hostFromUri) {
+      // The host of an absolute URI wins over the Host header, which is rewritten to it.
+      hostname = fixHostname(r, undefined, this.strict);
+      if (hostname === undefined) return 400;
+      if (host !== undefined && this.strict) {
+        const h = hostname.includes(':') ? `[${hostname}]` : hostname;
+        const repl = this.target.portStr !== undefined ? `${h}:${this.target.portStr}` : h;
+        r.headersIn.set('Host', repl);
+        r.log('core', APLOG_DEBUG, `AH02417: Replacing host header '${host}' with host '${repl}' given in the request uri`);
       }
-      r.hostname = hm[1]!.toLowerCase().replace(/\.$/, '');
-      r.parsedPort = hm[2] ? Number(hm[2]) : 0;
+    } else if (host !== undefined) {
+      hostname = fixHostname(r, host, this.strict);
+      if (hostname === undefined) return 400;
+      if (hostname === '') hostname = undefined;
     }
+    r.hostname = hostname ?? '';
     r.server = this.rt.vhosts.select(this.candidates, r.hostname);
-    const q = uri.indexOf('?');
-    const path = q < 0 ? uri : uri.slice(0, q);
-    r.args = q < 0 ? undefined : uri.slice(q + 1);
-    if (path === '*') { r.uri = '*'; return OK; }
-    const decoded = decodeUrlPath(path, r);
-    if (typeof decoded === 'number') return decoded;
-    r.uri = decoded;
-    return OK;
-  }
-
-  private setupBody(r: Request): number {
-    const te = r.headersIn.get('Transfer-Encoding');
-    const cl = r.headersIn.get('Content-Length');
-    if (te !== undefined) {
-      if (te.toLowerCase() !== 'chunked') {
-        r.log('core', APLOG_INFO, `AH02555: Unknown Transfer-Encoding: ${te}; using read-until-close`);
-        return 400;
-      }
-      r.headersIn.unset('Content-Length');
-      r.body = this.makeBody(r, -1, true);
-      return OK;
-    }
-    if (cl !== undefined) {
-      if (!/^\d+$/.test(cl.trim())) {
-        r.log('core', APLOG_INFO, `AH00590: Invalid Content-Length`);
-        return 400;
-      }
-      const n = Number(cl.trim());
-      if (n > 0) r.body = this.makeBody(r, n, false);
+    if ((hostname === undefined && r.protoNum >= 1001) || (r.protoNum === 1001 && host === undefined)) {
+      r.log('core', APLOG_DEBUG, `AH00569: client sent HTTP/1.1 request without hostname (see RFC2616 section 14.23): ${r.uri}`);
+      return 400;
     }
     const expect = r.headersIn.get('Expect');
-    if (expect !== undefined && r.protoNum >= 1001) {
+    if (expect !== undefined && expect !== '') {
       if (expect.toLowerCase() === '100-continue') r.expecting100 = true;
       else {
         r.log('core', APLOG_INFO, `AH00570: client sent an unrecognized expectation value of Expect: ${expect}`);
@@ -370,77 +603,184 @@ export class HttpConnection implements ConnRec, Wire {
     return OK;
   }
 
+  /** ap_process_request_internal's URL path normalisation and unescaping. */
+  private decodePath(r: Request): number {
+    const uri = r.uri;
+    if (uri === '*' || uri === '') return OK;
+    const decoded = decodeUrlPath(uri, r);
+    if (typeof decoded === 'number') return decoded;
+    r.uri = decoded;
+    return OK;
+  }
+
+  /** Content-Length and Transfer-Encoding (ap_read_request): the body's framing. */
+  private setupBody(r: Request): number {
+    const cl = r.headersIn.get('Content-Length');
+    let length = 0;
+    if (cl !== undefined) {
+      length = parseStrictLength(cl);
+      if (length < 0) {
+        r.log('core', APLOG_DEBUG, `AH10242: client sent invalid Content-Length (${cl}): ${r.uri}`);
+        return 400;
+      }
+    }
+    const te = r.headersIn.get('Transfer-Encoding');
+    if (te !== undefined) {
+      if (!isChunked(te)) {
+        r.log('core', APLOG_DEBUG, `AH02539: client sent unknown Transfer-Encoding (${te}): ${r.uri}`);
+        return 400;
+      }
+      if (cl !== undefined) {
+        r.headersIn.unset('Content-Length');
+        this.keepAlive = false;
+      }
+      r.body = this.makeBody(r, -1, true);
+      return OK;
+    }
+    if (length > 0) r.body = this.makeBody(r, length, false);
+    return OK;
+  }
+
   private waitData(): Promise<void> {
-    if (this.closed) return Promise.resolve();
+    if (this.closed || this.eof) return Promise.resolve();
+    if (this.socket.isPaused()) this.socket.resume();
     return new Promise((res) => { this.bodyWaiter = res; });
   }
 
+  /**
+   * The request body as httpd's HTTP_IN filter reads it: Content-Length or chunked, the
+   * LimitRequestBody check (413), chunk syntax errors (400), and the interim 100 Continue
+   * when the client waits for it. An error ends keep-alive and the error response that
+   * follows carries no Content-Length (httpd's bail_out_on_error).
+   */
   private makeBody(r: Request, length: number, chunkedBody: boolean): RequestBody {
     const conn = this;
     let done = false;
-    const take = async (limit: number, keep: boolean): Promise<Buffer | number> => {
-      if (r.expecting100 && !r.headersSent) {
-        conn.socket.write(`HTTP/1.1 100 Continue\r\n\r\n`);
+    let failed = 0;
+    const fail = (status: number): number => {
+      failed = status;
+      done = true;
+      conn.keepAlive = false;
+      markLengthUnknown(r);
+      return status;
+    };
+    const more = async (): Promise<boolean> => {
+      if (conn.closed || conn.eof || conn.timedOut) return false;
+      conn.armTimer(r.server.timeout * 1000, TIMER_READ);
+      await conn.waitData();
+      conn.clearTimer();
+      return !conn.timedOut;
+    };
+    // The input ended or timed out: an ordinary error (the response keeps its length).
+    const cut = (): number => stop(conn.timedOut ? 408 : 400);
+    const stop = (status: number): number => {
+      failed = status;
+      done = true;
+      conn.keepAlive = false;
+      return status;
+    };
+    const continue100 = (): void => {
+      if (r.expecting100 && r.protoNum >= 1001 && !r.headersSent) {
+        conn.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
         r.expecting100 = false;
       }
+    };
+    const take = async (limit: number, keep: boolean): Promise<Buffer | number> => {
+      if (failed) return failed;
+      if (done) return EMPTY;
+      // A body not read before an error response is not read at all (no 100 Continue).
+      if (r.status < 200 || r.status >= 300) {
+        if (r.expecting100) { done = true; return EMPTY; }
+      }
       const parts: Buffer[] = [];
-      let total = 0;
       if (!chunkedBody) {
         if (limit > 0 && length > limit) {
-          r.log('core', APLOG_ERR, `AH00117: Requested content-length of ${length} is larger than the configured limit of ${limit}`.replace('AH00117', 'AH01587'));
-          conn.keepAlive = false;
-          return 413;
+          r.log('http', APLOG_INFO, `AH01588: Requested content-length of ${length} is larger than the configured limit of ${limit}`);
+          return fail(413);
         }
+        continue100();
         let left = length;
         while (left > 0) {
           if (conn.buf.length === 0) {
-            if (conn.closed) return 400;
-            await conn.waitData();
+            if (!(await more())) return cut();
             continue;
           }
           const n = Math.min(left, conn.buf.length);
           if (keep) parts.push(conn.buf.subarray(0, n));
-          conn.buf = conn.buf.subarray(n);
+          conn.consume(n);
           conn.bytesIn += n;
           left -= n;
         }
         done = true;
-        return keep ? Buffer.concat(parts) : Buffer.alloc(0);
+        return keep ? Buffer.concat(parts) : EMPTY;
       }
-      // chunked
+      continue100();
+      let total = 0;
       for (;;) {
-        let nl = conn.buf.indexOf(0x0a);
-        while (nl < 0) {
-          if (conn.closed) return 400;
-          await conn.waitData();
-          nl = conn.buf.indexOf(0x0a);
+        // chunk-size [ BWS ] [ ";" ext ] CRLF
+        let rv = conn.getLine(0, r.server.limitRequestFieldSize + 2, true);
+        while (rv === LN_MORE) {
+          if (!(await more())) return cut();
+          rv = conn.getLine(0, r.server.limitRequestFieldSize + 2, true);
         }
-        const sizeLine = conn.buf.subarray(0, nl).toString('latin1').replace(/\r$/, '').split(';')[0]!.trim();
-        if (!/^[0-9a-fA-F]+$/.test(sizeLine)) return 400;
-        const size = parseInt(sizeLine, 16);
-        conn.buf = conn.buf.subarray(nl + 1);
-        conn.bytesIn += nl + 1;
+        if (rv === LN_EOF) return cut();
+        conn.bytesIn += conn.lnNext;
+        conn.consume(conn.lnNext);
+        const size = rv === LN_OK ? parseChunkSize(conn.lnText) : -1;
+        if (size === -2) {
+          r.log('http', APLOG_INFO, 'AH01590: Error reading/parsing chunk (overflow) ', APR_ENOSPC);
+          return fail(413);
+        }
+        if (size < 0) {
+          r.log('http', APLOG_INFO, 'AH01590: Error reading/parsing chunk  ', APR_EINVAL);
+          return fail(400);
+        }
         if (size === 0) {
-          // trailers until empty line
+          // Trailer fields up to the empty line, checked as header fields are (they are
+          // not merged into the request: MergeTrailers is off).
+          const trailers: string[] = [];
+          let t: number;
           for (;;) {
-            let e = conn.buf.indexOf(0x0a);
-            while (e < 0) { if (conn.closed) return 400; await conn.waitData(); e = conn.buf.indexOf(0x0a); }
-            const l = conn.buf.subarray(0, e).toString('latin1').replace(/\r$/, '');
-            conn.buf = conn.buf.subarray(e + 1);
-            if (l === '') break;
+            t = conn.getLine(0, r.server.limitRequestFieldSize + 2, conn.strict);
+            while (t === LN_MORE) {
+              if (!(await more())) { if (conn.timedOut) return cut(); t = LN_EOF; break; }
+              t = conn.getLine(0, r.server.limitRequestFieldSize + 2, conn.strict);
+            }
+            if (t === LN_EOF) { trailers.push(''); break; }
+            conn.bytesIn += conn.lnNext;
+            conn.consume(conn.lnNext);
+            trailers.push(conn.lnText);
+            if (t !== LN_OK || conn.lnText === '') break;
+          }
+          if (trailers.length > 1 || t !== LN_OK) {
+            const scratch = new Request(conn.rt, conn, r.server);
+            scratch.perDirConfig = r.perDirConfig;
+            scratch.logLevel = r.logLevel;
+            const st = conn.readHeaders(scratch, trailers, t);
+            if (st !== OK) {
+              const notes = scratch.notes.get('error-notes');
+              if (notes !== undefined) r.notes.set('error-notes', notes);
+              r.log('http', APLOG_INFO, `AH02656: Error while reading HTTP trailer: ${st}${notes ? ': ' + notes : ''}`);
+              return stop(400);
+            }
           }
           done = true;
-          return keep ? Buffer.concat(parts) : Buffer.alloc(0);
+          return keep ? Buffer.concat(parts) : EMPTY;
         }
         total += size;
         if (limit > 0 && total > limit) {
-          conn.keepAlive = false;
-          r.log('core', APLOG_ERR, `AH01591: Read content-length of ${total} is larger than the configured limit of ${limit}`);
-          return 413;
+          r.log('http', APLOG_INFO, `AH01591: Read content length of ${total} is larger than the configured limit of ${limit}`);
+          return fail(413);
         }
-        while (conn.buf.length < size + 2) { if (conn.closed) return 400; await conn.waitData(); }
+        while (conn.buf.length < size + 2) {
+          if (!(await more())) return cut();
+        }
+        if (conn.buf[size] !== 0x0d || conn.buf[size + 1] !== 0x0a) {
+          r.log('http', APLOG_INFO, 'AH01590: Error reading/parsing chunk  ', APR_EINVAL);
+          return fail(400);
+        }
         if (keep) parts.push(conn.buf.subarray(0, size));
-        conn.buf = conn.buf.subarray(size + 2);
+        conn.consume(size + 2);
         conn.bytesIn += size + 2;
       }
     };
@@ -453,6 +793,8 @@ export class HttpConnection implements ConnRec, Wire {
         return v;
       },
       async discard(limit: number): Promise<number> {
+        // ap_discard_request_body reads nothing on a connection that closes anyway.
+        if (!conn.keepAlive && !failed) { done = true; return OK; }
         const v = await take(limit, false);
         return typeof v === 'number' ? v : OK;
       },

@@ -84,6 +84,7 @@ export function makeEtag(r: Request, finfo: EtagFileInfo | null, bits: number, o
   }
   if (bits & ETAG_NONE) return '';
   if (bits === ETAG_UNSET) bits = ETAG_BACKWARD;
+  if (finfo !== null && !weak && vlv === undefined && !('mtimeNs' in finfo)) return plainFileEtag(r, finfo, bits);
   const mtime = finfo === null ? 0n : mtimeMicros(finfo);
   if (requestMicros(r) - mtime < 1000000n) weak = true;
   if (finfo === null) return etagWrap(weak, hex64(mtime), vlv);
@@ -92,6 +93,28 @@ export function makeEtag(r: Request, finfo: EtagFileInfo | null, bits: number, o
   if (bits & ETAG_SIZE) body += (body !== '' || (bits & ETAG_INODE) ? '-' : '') + hex64(finfo.size);
   if (bits & ETAG_MTIME) body += (bits & (ETAG_INODE | ETAG_SIZE) ? '-' : '') + hex64(mtime);
   return etagWrap(weak, body, vlv);
+}
+
+/** The common case (a plain stat, no options), with the hex body remembered per file state:
+ *  the same few files are tagged over and over. Same result as the general path. */
+interface EtagMemo { ino: number; size: number; bits: number; body: string }
+const etagMemo = new Map<number, EtagMemo>();
+function plainFileEtag(r: Request, finfo: Stats, bits: number): string {
+  const mtimeUs = Math.floor(finfo.mtimeMs * 1000);
+  let m = etagMemo.get(mtimeUs);
+  if (m === undefined || m.ino !== finfo.ino || m.size !== finfo.size || m.bits !== bits) {
+    const mtime = BigInt(mtimeUs);
+    let body = '';
+    if (bits & ETAG_INODE) body = hex64(finfo.ino);
+    if (bits & ETAG_SIZE) body += (body !== '' || (bits & ETAG_INODE) ? '-' : '') + hex64(finfo.size);
+    if (bits & ETAG_MTIME) body += (bits & (ETAG_INODE | ETAG_SIZE) ? '-' : '') + hex64(mtime);
+    m = { ino: finfo.ino, size: finfo.size, bits, body };
+    if (etagMemo.size >= 4096) etagMemo.clear();
+    etagMemo.set(mtimeUs, m);
+  }
+  // Both in microseconds below 2^53: exact as numbers.
+  const now = r.startMicros > 0 ? Math.floor(r.startMicros) : Math.floor(r.requestTime * 1000);
+  return now - mtimeUs < 1000000 ? `W/"${m.body}"` : `"${m.body}"`;
 }
 
 /** etag_start + etag_end: `[W/]"body"`, or with a variant list validator `[W/]"body;vlv`.

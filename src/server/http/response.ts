@@ -7,7 +7,7 @@ import type { Request } from '../request/request.js';
 import type { Brigade, Bucket, FilterInstance } from '../filters.js';
 import { linkChain, instantiate, insertFilter, EOS, FTYPE_PROTOCOL, FTYPE_NETWORK, type FilterSpec } from '../filters.js';
 import { runVoid } from '../hooks.js';
-import { coreDir } from '../core/core-module.js';
+import { coreDir, coreServer } from '../core/core-module.js';
 import { globals } from '../core/globals.js';
 import { serverBanner } from '../version.js';
 import { httpDate } from '../log/time.js';
@@ -15,6 +15,7 @@ import { STATUS_LINES, cannedError, DOCTYPE, statusLine } from './status.js';
 import { strip304Headers, stripHeaderOnlyResponse } from './conditional.js';
 import { byterangeFilter, needsByterange } from './byterange.js';
 import type { MaybePromise } from '../module.js';
+import type { HeaderTable } from '../request/headers.js';
 
 export function escapeHtml(s: string): string {
   return s.replace(/[&<>"]/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : '&quot;'));
@@ -84,23 +85,34 @@ const httpHeaderFilter: FilterSpec<HeaderState> = {
     if (!f.state.sent) {
       f.state.sent = true;
       const complete = bb.length > 0 && bb[bb.length - 1]!.kind === 'eos';
-      if (complete && !r.headersOut.has('Content-Length') && r.status !== 304 && r.status !== 204) {
+      if (complete && r.status !== 304 && r.status !== 204 && !(r.status >= 400 && lengthUnknown.has(r))) {
+        // ap_content_length_filter: the whole body is here, so its length is the
+        // Content-Length, except a HEAD that sent no body keeps the one set before.
         let len = 0;
         for (const b of bb) if (b.kind === 'data') len += b.data.length; else if (b.kind === 'file') len += b.length;
-        r.headersOut.set('Content-Length', String(len));
+        if (!(r.headerOnly && len === 0 && r.headersOut.has('Content-Length'))) r.headersOut.set('Content-Length', String(len));
       }
-      writeHead(r, complete);
+      writeHead(r);
     }
     return f.pass(bb);
   },
 };
+
+/** Requests whose error response follows a body httpd's CONTENT_LENGTH filter had already
+ *  seen (a failed request body read, a 416 from the byterange filter): it has no
+ *  Content-Length. */
+const lengthUnknown = new WeakSet<Request>();
+
+export function markLengthUnknown(r: Request): void {
+  lengthUnknown.add(r);
+}
 
 function chunked(r: Request): boolean {
   return (r as Request & { chunked?: boolean }).chunked === true;
 }
 
 /** Serialises the status line and headers (ap_http_header_filter / ap_set_keepalive). */
-function writeHead(r: Request, complete: boolean): void {
+function writeHead(r: Request): void {
   r.headersSent = true;
   if (r.assbackwards) return;
   const c = r.connection;
@@ -110,42 +122,23 @@ function writeHead(r: Request, complete: boolean): void {
   r.headersOut = out;
   if (status === 304 || status === 204) stripHeaderOnlyResponse(r);
   if (r.notes.has('no-etag')) out.unset('ETag');
-  // Content-Language and Content-Type are added last, as httpd does.
-  if (r.contentEncoding) out.set('Content-Encoding', r.contentEncoding);
-  if (r.contentLanguages.length) out.set('Content-Language', r.contentLanguages.join(', '));
-  const hasLength = out.has('Content-Length');
-  const useChunked = !hasLength && !r.headerOnly && status !== 304 && status !== 204 && r.protoNum >= 1001 && !complete;
-  if (useChunked) (r as Request & { chunked?: boolean }).chunked = true;
-  // Keep-alive decision (ap_set_keepalive).
-  const connHdr = (r.headersIn.get('Connection') ?? '').toLowerCase();
-  const wantsClose = /(^|[\s,])close([\s,]|$)/.test(connHdr);
-  const kaSent = /(^|[\s,])keep-alive([\s,]|$)/.test(connHdr);
-  const s = r.server;
-  const left = s.maxKeepAliveRequests - c.keepalives;
-  const wimpy = (out.get('Connection') ?? '').toLowerCase().includes('close');
-  const keep = c.keepAlive
-    && !r.expecting100
-    && (r.headerOnly || hasLength || useChunked || status === 304 || status === 204)
-    && s.keepAlive && s.keepAliveTimeout > 0
-    && (s.maxKeepAliveRequests === 0 || left > 0)
-    && !dropsConnection(status)
-    && !wimpy && !wantsClose
-    && !(r.subprocessEnv.has('nokeepalive') && !r.headersIn.has('Via'))
-    && (kaSent || r.protoNum >= 1001);
-  if (keep) {
-    c.keepalives++;
-    const secs = Math.floor(s.keepAliveTimeout / 1000);
-    out.set('Keep-Alive', s.maxKeepAliveRequests ? `timeout=${secs}, max=${left}` : `timeout=${secs}`);
-    if (r.protoNum < 1001) out.merge('Connection', 'Keep-Alive');
-  } else {
-    c.keepAlive = false;
-    if (r.protoNum >= 1001 || kaSent) out.merge('Connection', 'close');
+  // httpd answers every version with HTTP/1.1, unless force-response-1.0 is set.
+  let proto = 'HTTP/1.1';
+  if (r.subprocessEnv.size > 0 && r.subprocessEnv.has('force-response-1.0')) { proto = 'HTTP/1.0'; c.keepAlive = false; }
+  const useChunked = setKeepalive(r, out);
+  if (useChunked) {
+    (r as Request & { chunked?: boolean }).chunked = true;
+    out.merge('Transfer-Encoding', 'chunked');
+    out.unset('Content-Length');
   }
-  if (useChunked) { out.merge('Transfer-Encoding', 'chunked'); out.unset('Content-Length'); }
+  // Content-Type, Content-Encoding and Content-Language come last, as httpd adds them.
   const ct = makeContentType(r);
   if (ct !== undefined && status !== 304) out.set('Content-Type', ct);
+  if (r.contentEncoding) out.set('Content-Encoding', r.contentEncoding);
+  if (r.contentLanguages.length) out.set('Content-Language', contentLanguage(r, out));
   if (status === 304) strip304Headers(out);
-  const proto = r.protoNum >= 1001 ? 'HTTP/1.1' : r.protoNum === 1000 ? 'HTTP/1.0' : 'HTTP/1.1';
+  // A HEAD answered with an empty body gets no 'Content-Length: 0' (httpd's header filter).
+  if (r.headerOnly && out.get('Content-Length') === '0') out.unset('Content-Length');
   const line = r.statusLine && r.statusLine.startsWith(String(status) + ' ') ? r.statusLine : statusLine(status);
   let head = `${proto} ${line}\r\nDate: ${httpDate()}\r\n`;
   const server = out.get('Server');
@@ -157,24 +150,104 @@ function writeHead(r: Request, complete: boolean): void {
   head += '\r\n';
   r.headersOut = out;
   c.bytesOut += head.length;
-  c.wire.write(Buffer.from(head, 'latin1'));
+  c.wire.write(head, 'latin1');
+}
+
+/**
+ * ap_set_keepalive: decides whether the connection stays open after this response and adds
+ * the Connection / Keep-Alive fields to `out`. Returns whether the body is to be chunked:
+ * as in httpd, a body of unknown length on an HTTP/1.1 connection not already closing is
+ * chunked even when a later condition then closes the connection.
+ */
+export function setKeepalive(r: Request, out: HeaderTable): boolean {
+  const c = r.connection;
+  const status = r.status;
+  const hasLength = out.has('Content-Length');
+  const connHdr = r.headersIn.get('Connection');
+  const wantsClose = connHdr !== undefined && hasToken(connHdr, 'close');
+  const s = r.server;
+  const left = s.maxKeepAliveRequests - c.keepalives;
+  const outConn = out.get('Connection');
+  const wimpy = outConn !== undefined && hasToken(outConn, 'close');
+  let kaSent = false;
+  let useChunked = false;
+  const keep = c.keepAlive
+    && !r.expecting100
+    && (r.headerOnly || status === 304 || status === 204 || hasLength
+      || (r.protoNum >= 1001 && (useChunked = true)))
+    && s.keepAlive && s.keepAliveTimeout > 0
+    && (s.maxKeepAliveRequests === 0 || left > 0)
+    && !dropsConnection(status)
+    && !wimpy && !wantsClose
+    && !(r.subprocessEnv.size > 0 && r.subprocessEnv.has('nokeepalive') && !r.headersIn.has('Via'))
+    && ((kaSent = connHdr !== undefined && hasToken(connHdr, 'keep-alive')) || r.protoNum >= 1001);
+  if (keep) {
+    c.keepalives++;
+    if (kaSent) {
+      const secs = Math.floor(s.keepAliveTimeout / 1000);
+      out.set('Keep-Alive', s.maxKeepAliveRequests ? `timeout=${secs}, max=${left}` : `timeout=${secs}`);
+      out.merge('Connection', 'Keep-Alive');
+    }
+  } else {
+    if (!wimpy) out.merge('Connection', 'close');
+    // The last request allowed on a kept-alive connection still counts (%k).
+    if (c.keepAlive && s.maxKeepAliveRequests && left === 0) c.keepalives++;
+    c.keepAlive = false;
+  }
+  return useChunked;
+}
+
+/** ap_find_token: whether a comma/space separated header value holds a token (any case). */
+function hasToken(value: string, token: string): boolean {
+  const v = value.toLowerCase();
+  let i = v.indexOf(token);
+  while (i >= 0) {
+    const before = i === 0 ? ' ' : v[i - 1]!;
+    const after = i + token.length >= v.length ? ' ' : v[i + token.length]!;
+    if ((before === ' ' || before === ',' || before === '\t') && (after === ' ' || after === ',' || after === '\t' || after === ';')) return true;
+    i = v.indexOf(token, i + 1);
+  }
+  return false;
 }
 
 export function dropsConnection(status: number): boolean {
   return status === 400 || status === 408 || status === 411 || status === 413 || status === 414 || status === 500 || status === 503 || status === 501;
 }
 
+/** The languages of the response, then those of a Content-Language field already set,
+ *  comma-joined without spaces (httpd's header filter). */
+function contentLanguage(r: Request, out: HeaderTable): string {
+  const langs = r.contentLanguages.slice();
+  const field = out.get('Content-Language');
+  if (field !== undefined) {
+    for (const t of field.split(',')) {
+      const tok = t.trim();
+      if (tok !== '' && !langs.some((l) => l.toLowerCase() === tok.toLowerCase())) langs.push(tok);
+    }
+  }
+  return langs.join(',');
+}
+
 /** ap_make_content_type: AddDefaultCharset for text/plain and text/html without charset. */
 function makeContentType(r: Request): string | undefined {
-  let t = r.contentType;
+  const t = r.contentType;
   if (t === undefined) return undefined;
   const cs = coreDir(r).addDefaultCharset;
-  if (cs && !/;\s*charset=/i.test(t)) {
-    const base = t.split(';')[0]!.trim().toLowerCase();
-    if (base === 'text/plain' || base === 'text/html') t = `${t}; charset=${cs}`;
+  if (!cs) return t;
+  const key = cs + '\n' + t;
+  let v = withCharset.get(key);
+  if (v === undefined) {
+    v = t;
+    if (!/;\s*charset=/i.test(t)) {
+      const base = t.split(';')[0]!.trim().toLowerCase();
+      if (base === 'text/plain' || base === 'text/html') v = `${t}; charset=${cs}`;
+    }
+    if (withCharset.size >= 1024) withCharset.clear();
+    withCharset.set(key, v);
   }
-  return t;
+  return v;
 }
+const withCharset = new Map<string, string>();
 
 /** The network end: writes buckets to the socket, with chunked framing when needed. */
 const coreOutputFilter: FilterSpec<null> = {
@@ -272,6 +345,8 @@ export async function sendErrorResponse(rt: Runtime, r: Request, recursiveError:
   if (status === 204 || status === 304) { await finalizeResponse(rt, r); return; }
   if (!r.assbackwards) {
     const tmp = r.headersOut;
+    // The Allow list of a 405/501 (httpd's make_allow): what the handler declared.
+    const allow = status === 405 || status === 501 ? tmp.get('Allow') : undefined;
     r.headersOut = r.errHeadersOut;
     r.errHeadersOut = tmp;
     r.errHeadersOut.clear();
@@ -284,8 +359,7 @@ export async function sendErrorResponse(rt: Runtime, r: Request, recursiveError:
     r.clength = 0;
     r.contentType = r.subprocessEnv.has('suppress-error-charset') ? 'text/html' : 'text/html; charset=iso-8859-1';
     if (status === 405 || status === 501) {
-      const allow = tmp.get('Allow');
-      r.headersOut.set('Allow', allow ?? 'GET,POST,OPTIONS,HEAD,TRACE');
+      r.headersOut.set('Allow', allow ?? (coreServer(r.server).traceEnable === 'off' ? 'GET,POST,OPTIONS,HEAD' : 'GET,POST,OPTIONS,HEAD,TRACE'));
     }
     // The generated page gets no default charset added: it carries its own.
   }
@@ -305,6 +379,7 @@ export async function sendErrorResponse(rt: Runtime, r: Request, recursiveError:
     body += cannedError(status, {
       method: r.method, location: location ?? '', admin: r.server.serverAdmin ?? '[no address given]',
       errorNotes: r.notes.get('error-notes'), escape: escapeHtml,
+      expect: status === 417 ? r.headersIn.get('Expect') : undefined,
     });
     if (recursiveError) {
       body += `<p>Additionally, a ${statusLine(recursiveError)}\nerror was encountered while trying to use an ErrorDocument to handle the request.</p>\n`;

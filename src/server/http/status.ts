@@ -36,6 +36,8 @@ export interface CannedContext {
   admin: string;
   errorNotes: string | undefined;
   escape: (s: string) => string;
+  /** The request's Expect header (for 417). */
+  expect?: string | undefined;
 }
 
 const ADMIN_500 = (c: CannedContext): string =>
@@ -53,8 +55,10 @@ function notes(c: CannedContext, prefix: string, suffix: string): string {
 /** The body text httpd writes under the <h1> for a status. */
 export function cannedError(status: number, c: CannedContext): string {
   switch (status) {
-    case 301: case 302: case 303: case 307: case 308:
+    case 301: case 302: case 307: case 308:
       return `<p>The document has moved <a href="${c.escape(c.location)}">here</a>.</p>\n`;
+    case 303:
+      return `<p>The answer to your request is located <a href="${c.escape(c.location)}">here</a>.</p>\n`;
     case 305:
       return `<p>This resource is only accessible through the proxy\n${c.escape(c.location)}<br />\nYou will need to configure your client to use that proxy.</p>\n`;
     case 401: case 407:
@@ -86,6 +90,11 @@ export function cannedError(status: number, c: CannedContext): string {
     case 416:
       return '<p>None of the range-specifier values in the Range\nrequest-header field overlap the current extent\nof the selected resource.</p>\n';
     case 417:
+      if (c.expect !== undefined) {
+        return '<p>The expectation given in the Expect request-header\nfield could not be met by this server.\n'
+          + `The client sent<pre>\n    Expect: ${c.escape(c.expect)}\n</pre>\n`
+          + '</p><p>Only the 100-continue expectation is supported.</p>\n';
+      }
       return '<p>No expectation was seen, the Expect request-header \nfield was not presented by the client.\n</p><p>Only the 100-continue expectation is supported.</p>\n';
     case 421:
       return '<p>The client needs a new connection for this\nrequest as the requested host name does not match\nthe Server Name Indication (SNI) in use for this\nconnection.</p>\n';

@@ -3,7 +3,7 @@
 // %2F refused unless AllowEncodedSlashes; %00 and bad escapes refused.
 
 import type { Request } from '../request/request.js';
-import { APLOG_INFO } from '../log/levels.js';
+import { APLOG_INFO, APLOG_ERR } from '../log/levels.js';
 import { coreDir } from '../core/core-module.js';
 
 /** Removes "." and ".." segments; returns null when ".." would climb above "/". */
@@ -32,7 +32,7 @@ export function decodeUrlPath(path: string, r?: Request): string | number {
   // Normalise before decoding (the encoded form), as httpd 2.4.71 does.
   const pre = normalizePath(path, true);
   if (pre === null) {
-    r?.log('core', APLOG_INFO, `AH10244: invalid URI path (${path})`);
+    r?.log('core', APLOG_ERR, `AH10244: invalid URI path (${r.unparsedUri})`);
     return 400;
   }
   if (!pre.includes('%')) return pre;
@@ -41,12 +41,18 @@ export function decodeUrlPath(path: string, r?: Request): string | number {
     const c = pre[i]!;
     if (c !== '%') { out += c; continue; }
     const hex = pre.slice(i + 1, i + 3);
-    if (!/^[0-9a-fA-F]{2}$/.test(hex)) return 400;
+    if (!/^[0-9a-fA-F]{2}$/.test(hex)) {
+      r?.log('core', APLOG_ERR, `AH10244: invalid URI path (${r.unparsedUri})`);
+      return 400;
+    }
     const code = parseInt(hex, 16);
-    if (code === 0) return 404;
+    if (code === 0) {
+      if (ae === 'off') r?.log('core', APLOG_INFO, `AH00026: found %2f (encoded '/') in URI path (${r.unparsedUri}), returning 404`);
+      return 404;
+    }
     if (code === 0x2f) {
       if (ae === 'off') {
-        r?.log('core', APLOG_INFO, `AH00026: found %2f (encoded '/') in URI path (${path}), returning 404`);
+        r?.log('core', APLOG_INFO, `AH00026: found %2f (encoded '/') in URI path (${r.unparsedUri}), returning 404`);
         return 404;
       }
       out += ae === 'nodecode' ? pre.slice(i, i + 3) : '/';
@@ -59,7 +65,7 @@ export function decodeUrlPath(path: string, r?: Request): string | number {
   // Decoded dot segments must not climb either.
   const post = normalizePath(out, true);
   if (post === null) {
-    r?.log('core', APLOG_INFO, `AH10244: invalid URI path (${path})`);
+    r?.log('core', APLOG_ERR, `AH10244: invalid URI path (${r.unparsedUri})`);
     return 400;
   }
   return Buffer.from(post, 'latin1').toString('latin1');

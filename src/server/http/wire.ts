@@ -3,7 +3,7 @@
 
 export interface Wire {
   /** Writes bytes; false means wait for drain() before writing more. */
-  write(data: Buffer | string): boolean;
+  write(data: Buffer | string, encoding?: BufferEncoding): boolean;
   /** Resolves when the socket can take more data (or has closed). */
   drain(): Promise<void>;
   /** Streams a file range with backpressure. */
