@@ -3,35 +3,55 @@
 // dispatched by name before the flags are read.
 
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as path from 'node:path';
-import { readConfiguration } from '../server/config/build.js';
+import { loadConfiguration, postConfigure, cleanupConfiguration } from '../server/config/build.js';
 import { ConfigError, StartupError } from '../server/config/errors.js';
 import { catalogue } from '../modules/index.js';
 import { parseLevel } from '../server/log/levels.js';
-import { startServer, type RunningServer } from '../server/main-server.js';
-import type { ConfigContext, ConfigOptions } from '../server/config/context.js';
+import { startServer, bindListeners, openErrorLogs, closeErrorLogs, type Listeners, type RunningServer } from '../server/main-server.js';
+import type { LogSink } from '../server/log/log-writer.js';
+import { StartupSink, type ConfigContext, type ConfigOptions, type IncludedFile } from '../server/config/context.js';
+import type { ServerRec } from '../server/server-rec.js';
 import { globals } from '../server/core/globals.js';
 import { coreServer } from '../server/core/core-module.js';
 import { APACHE_COMPAT_VERSION, BUILT, MMN, PLUME_VERSION } from '../server/version.js';
 import { BUILT_IN } from '../modules/core/mod_so.js';
 import { MODULE_API_VERSION } from '../server/module.js';
-import { dropPrivileges } from '../modules/arch/unix/mod_unixd.js';
+import { dropPrivileges, dumpRunConfig as unixdDumpRunConfig } from '../modules/arch/unix/mod_unixd.js';
+import { serverAliasesAsWritten } from '../server/core/core-module.js';
 
+import { htpasswdMain } from './htpasswd.js';
+import { htdbmMain } from './htdbm.js';
 const HTTPD_ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 const SERVER_CONFIG_FILE = 'conf/httpd.conf';
 
 /** Subcommands other issues add (plume upgrade, plume htpasswd, plume explain...). */
 export const subcommands = new Map<string, (argv: string[]) => Promise<number>>();
+subcommands.set('htpasswd', (argv) => htpasswdMain(argv));
+subcommands.set('htdbm', (argv) => htdbmMain(argv));
+subcommands.set('upgrade', async (argv) => (await import('../upgrade/cli.js')).upgradeMain(argv));
+subcommands.set('explain', async (argv) => (await import('./explain.js')).explainMain(argv));
 
+/** The short program name httpd prints in front of some messages (ap_server_argv0). */
+const SHORT_NAME = 'plume';
+
+/** What the command line asks for: httpd's ap_run_mode plus the deferred -V and -L. */
 interface Parsed {
   defines: string[]; pre: string[]; post: string[];
   serverRoot: string | undefined; configFile: string | undefined;
-  actions: Set<string>; k: string | undefined; e: string | undefined; E: string | undefined;
+  mode: 'normal' | 'test' | 'dump';
+  showCompile: boolean; showDirectives: boolean;
+  k: string | undefined; e: number | undefined; E: string | undefined;
+  documentRootCheck: boolean;
 }
 
-function usage(argv0: string): string {
-  const pad = ' '.repeat(7 + argv0.length + 1);
-  return `Usage: ${argv0} [-D name] [-d directory] [-f file]
+/** An answer given by the command line alone (usage, -v, -l). */
+interface Immediate { exit: number; stdout?: string; stderr?: string }
+
+function usage(bin: string): string {
+  const pad = ' '.repeat(7 + bin.length + 1);
+  return `Usage: ${bin} [-D name] [-d directory] [-f file]
 ${pad}[-C "directive"] [-c "directive"]
 ${pad}[-k start|restart|graceful|graceful-stop|stop]
 ${pad}[-v] [-V] [-h] [-l] [-L] [-t] [-T] [-S] [-X]
@@ -60,40 +80,71 @@ Options:
 `;
 }
 
-function parseArgs(argv: string[], argv0: string): Parsed | string {
-  const p: Parsed = { defines: [], pre: [], post: [], serverRoot: undefined, configFile: undefined, actions: new Set(), k: undefined, e: undefined, E: undefined };
+const K_ARGS = new Set(['start', 'restart', 'graceful', 'graceful-stop', 'stop']);
+const DUMPS = new Set(['DUMP_VHOSTS', 'DUMP_RUN_CFG', 'DUMP_MODULES', 'DUMP_INCLUDES']);
+
+/** httpd's option parsing (apr_getopt over "C:c:D:d:E:e:f:k:vVlLtTSMhX"): options may be
+ *  grouped ("-tS"), an argument may follow its letter directly ("-Dname"). -v and -l answer
+ *  as soon as they are read; everything else is collected. `bin` is argv[0] as started. */
+function parseArgs(argv: readonly string[], bin: string): Parsed | Immediate {
+  const p: Parsed = {
+    defines: [], pre: [], post: [], serverRoot: undefined, configFile: undefined, mode: 'normal',
+    showCompile: false, showDirectives: false, k: undefined, e: undefined, E: undefined, documentRootCheck: true,
+  };
+  const bad = (msg: string): Immediate => ({ exit: 1, stderr: msg + usage(bin) });
+  const dump = (): void => { p.mode = 'dump'; };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if (!a.startsWith('-') || a.length < 2) return usage(argv0);
-    const flag = a[1]!;
-    const takes = 'DdfCckeE'.includes(flag);
-    let val: string | undefined;
-    if (takes) {
-      val = a.length > 2 ? a.slice(2) : argv[++i];
-      if (val === undefined) return `${argv0}: option requires an argument -- ${flag}\n` + usage(argv0);
-    }
-    switch (flag) {
-      case 'D': p.defines.push(val!); if (val === 'DUMP_VHOSTS' || val === 'DUMP_RUN_CFG' || val === 'DUMP_MODULES' || val === 'DUMP_INCLUDES') p.actions.add(val); break;
-      case 'd': p.serverRoot = val; break;
-      case 'f': p.configFile = val; break;
-      case 'C': p.pre.push(val!); break;
-      case 'c': p.post.push(val!); break;
-      case 'e': if (parseLevel(val!) === undefined) return usage(argv0); p.e = val; break;
-      case 'E': p.E = val; break;
-      case 'k':
-        if (!['start', 'restart', 'graceful', 'graceful-stop', 'stop'].includes(val!)) return `${argv0}: illegal option -- k\n` + usage(argv0);
-        p.k = val; break;
-      case 't': case 'T': case 'S': case 'M': case 'l': case 'L': case 'v': case 'V': case 'X': case 'h':
-        p.actions.add(flag);
-        if (a.length > 2) return `${argv0}: illegal option -- ${a[2]}\n` + usage(argv0);
+    if (a === '--') continue;
+    if (!a.startsWith('-') || a.length < 2) return bad('');
+    for (let j = 1; j < a.length; j++) {
+      const c = a[j]!;
+      if ('CcDdEefk'.includes(c)) {
+        let val = a.slice(j + 1);
+        if (val === '') {
+          const next = argv[i + 1];
+          if (next === undefined) return bad(c === 'k' ? `${SHORT_NAME}: illegal option -- k\n` : `${SHORT_NAME}: option requires an argument -- ${c}\n`);
+          val = next;
+          i++;
+        }
+        switch (c) {
+          case 'C': p.pre.push(val); break;
+          case 'c': p.post.push(val); break;
+          case 'D':
+            p.defines.push(val);
+            if (DUMPS.has(val)) dump();
+            break;
+          case 'd': p.serverRoot = val; break;
+          case 'f': p.configFile = val; break;
+          case 'E': p.E = val; break;
+          case 'e': {
+            const level = parseLevel(val);
+            if (level === undefined) return bad('');
+            p.e = level;
+            break;
+          }
+          case 'k':
+            if (p.k !== undefined || !K_ARGS.has(val)) return bad(`${SHORT_NAME}: illegal option -- k\n`);
+            p.k = val;
+            break;
+        }
         break;
-      default:
-        return `${argv0}: illegal option -- ${flag}\n` + usage(argv0);
+      }
+      switch (c) {
+        case 'v': return { exit: 0, stdout: versionText() };
+        case 'l': return { exit: 0, stdout: listBuiltIn() };
+        case 'V': p.showCompile = true; dump(); break;
+        case 'L': p.showDirectives = true; dump(); break;
+        case 't': if (p.mode === 'normal') p.mode = 'test'; break;
+        case 'T': p.documentRootCheck = false; break;
+        case 'S': dump(); p.defines.push('DUMP_VHOSTS', 'DUMP_RUN_CFG'); break;
+        case 'M': dump(); p.defines.push('DUMP_MODULES'); break;
+        case 'X': p.defines.push('DEBUG'); break;
+        case 'h': case '?': return bad('');
+        default: return bad(`${SHORT_NAME}: illegal option -- ${c}\n`);
+      }
     }
   }
-  if (p.actions.has('S')) { p.actions.add('t'); p.actions.add('DUMP_VHOSTS'); p.actions.add('DUMP_RUN_CFG'); }
-  if (p.actions.has('M')) { p.actions.add('t'); p.actions.add('DUMP_MODULES'); }
-  if (p.actions.has('X')) { p.defines.push('ONE_PROCESS'); }
   return p;
 }
 
@@ -156,34 +207,71 @@ function dumpModules(ctx: ConfigContext): string {
   return s;
 }
 
+/** httpd's IP hash bucket for a virtual host address (vhost.c hash_addr/hash_inaddr): the
+ *  last four bytes of the address read as a little-endian word, folded to 0..255. -S lists
+ *  address-specific virtual hosts in bucket order. */
+function ipBucket(ip: string): number {
+  const b = ipBytes(ip);
+  if (b === undefined) return 0;
+  const n = b.length;
+  let key = (b[n - 4]! | (b[n - 3]! << 8) | (b[n - 2]! << 16) | (b[n - 1]! << 24)) >>> 0;
+  key = (key ^ (key >>> 16)) >>> 0;
+  return (((key >>> 8) ^ key) >>> 0) % 256;
+}
+
+function ipBytes(ip: string): number[] | undefined {
+  if (net.isIPv4(ip)) return ip.split('.').map(Number);
+  if (!net.isIPv6(ip)) return undefined;
+  let text = ip;
+  let tail: number[] = [];
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4) { tail = v4[1]!.split('.').map(Number); text = text.slice(0, -v4[1]!.length) + '0:0'; }
+  const [head, rest] = text.split('::') as [string, string | undefined];
+  const hs = head === '' ? [] : head.split(':');
+  const rs = rest === undefined || rest === '' ? [] : rest.split(':');
+  const groups = rest === undefined ? hs : [...hs, ...Array<string>(8 - hs.length - rs.length).fill('0'), ...rs];
+  const out: number[] = [];
+  for (const g of groups) { const v = parseInt(g, 16); out.push(v >> 8, v & 255); }
+  if (tail.length) out.splice(12, 4, ...tail);
+  return out;
+}
+
+/** -D DUMP_VHOSTS (ap_dump_vhost_config): one entry per address:port, address-specific ones
+ *  first (in hash bucket order), then "*" and _default_ ones, each in configuration order. */
 function dumpVhosts(ctx: ConfigContext): string {
-  let s = 'VirtualHost configuration:\n';
-  const groups = new Map<string, typeof ctx.vhosts>();
-  for (const v of ctx.vhosts) for (const a of v.addrs) {
-    const key = `${a.host === '_default_' ? '*' : a.host}:${a.port || '*'}`;
-    const g = groups.get(key) ?? [];
-    g.push(v);
-    groups.set(key, g);
+  interface Chain { label: string; bucket: number; entries: { v: ServerRec; port: number }[] }
+  const byIp = new Map<string, Chain>();
+  const byPort = new Map<number, Chain>();
+  for (const v of ctx.vhosts) {
+    for (const a of v.addrs) {
+      const wild = a.host === '*' || a.host === '_default_';
+      let chain = wild ? byPort.get(a.port) : byIp.get(`${a.host} ${a.port}`);
+      if (chain === undefined) {
+        const hostText = wild ? '*' : net.isIPv6(a.host) ? `[${a.host}]` : a.host;
+        chain = { label: `${hostText}:${a.port === 0 ? '*' : a.port}`, bucket: wild ? 0 : ipBucket(a.host), entries: [] };
+        if (wild) byPort.set(a.port, chain); else byIp.set(`${a.host} ${a.port}`, chain);
+      }
+      if (!chain.entries.some((e) => e.v === v)) chain.entries.push({ v, port: a.port });
+    }
   }
-  for (const [key, vs] of groups) {
-    if (vs.length === 1) {
-      const v = vs[0]!;
-      s += `${key.padEnd(22)} ${v.serverHostname ?? ''} (${v.defnFile}:${v.defnLine})\n`;
-    } else {
-      s += `${key.padEnd(22)} is a NameVirtualHost\n`;
-      vs.forEach((v, i) => {
-        const label = i === 0 ? 'default server' : 'port';
-        s += i === 0
-          ? `         ${label} ${v.serverHostname ?? ''} (${v.defnFile}:${v.defnLine})\n`
-          : `         port ${v.port || key.split(':').pop()} namevhost ${v.serverHostname ?? ''} (${v.defnFile}:${v.defnLine})\n`;
-        if (i === 0) s += `         port ${v.port || key.split(':').pop()} namevhost ${v.serverHostname ?? ''} (${v.defnFile}:${v.defnLine})\n`;
-        for (const a of v.names) s += `                 alias ${a}\n`;
-      });
+  const chains = [...[...byIp.values()].sort((x, y) => x.bucket - y.bucket), ...byPort.values()];
+  const where = (v: ServerRec): string => `${v.serverHostname ?? ''} (${v.defnFile}:${v.defnLine})`;
+  let s = 'VirtualHost configuration:\n';
+  for (const c of chains) {
+    const first = c.entries[0]!.v;
+    if (c.entries.length === 1) { s += `${c.label.padEnd(22)} ${where(first)}\n`; continue; }
+    s += `${c.label.padEnd(22)} is a NameVirtualHost\n${' '.repeat(8)} default server ${where(first)}\n`;
+    for (const e of c.entries) {
+      s += `${' '.repeat(8)} port ${e.port === 0 ? '*' : e.port} namevhost ${where(e.v)}\n`;
+      const aliases = serverAliasesAsWritten(e.v);
+      for (const n of aliases.names) s += `${' '.repeat(16)} alias ${n}\n`;
+      for (const n of aliases.wild) s += `${' '.repeat(16)} wild alias ${n}\n`;
     }
   }
   return s;
 }
 
+/** -D DUMP_RUN_CFG (core's and mod_unixd's dump_config). */
 function dumpRunCfg(ctx: ConfigContext): string {
   const g = globals(ctx);
   const main = ctx.mainServer;
@@ -191,8 +279,11 @@ function dumpRunCfg(ctx: ConfigContext): string {
   s += `Main DocumentRoot: "${coreServer(main).documentRoot ?? '/usr/local/apache2/htdocs'}"\n`;
   s += `Main ErrorLog: "${ctx.serverRootRelative(main.errorLogSpec ?? 'logs/error_log')}"\n`;
   s += 'Mutex default: dir="' + (g.runtimeDir ?? ctx.serverRootRelative('logs')) + '/" mechanism=default \n';
+  // mod_watchdog (built in) registers its mutex type.
+  s += 'Mutex watchdog-callback: using_defaults\n';
   s += `PidFile: "${ctx.serverRootRelative(g.pidFile ?? 'logs/httpd.pid')}"\n`;
   for (const [k, v] of ctx.defines) s += v === '' ? `Define: ${k}\n` : `Define: ${k}=${v}\n`;
+  if (ctx.isLoaded('unixd_module')) for (const l of unixdDumpRunConfig(ctx)) s += l + '\n';
   return s;
 }
 
@@ -215,47 +306,70 @@ function sendSignal(ctx: ConfigContext, k: string): number {
   return -1;
 }
 
+/** The included-files list of -D DUMP_INCLUDES (printed even when reading failed). */
+function dumpIncludes(includes: readonly IncludedFile[]): string {
+  if (includes.length === 0) return '';
+  let s = 'Included configuration files:\n';
+  for (const i of includes) s += `${'  '.repeat(i.depth + 1)}(${i.line === 0 ? '*' : i.line}) ${i.file}\n`;
+  return s;
+}
+
+/** Startup messages and the answers of -t go to stderr, or to the -E file. */
+function errOut(sink: StartupSink, text: string): void {
+  sink.write(text);
+}
+
+/** The text httpd prints for a configuration that cannot be used. */
+function describeFailure(e: unknown): { text: string; exit: number } | undefined {
+  if (e instanceof ConfigError) return { text: e.format(SHORT_NAME) + '\n', exit: 1 };
+  if (e instanceof StartupError) return { text: e.text === '' ? '' : e.text + '\n', exit: e.exitCode };
+  return undefined;
+}
+
 export async function main(argv: string[]): Promise<number> {
-  const argv0 = 'plume';
   const sub = argv[0] !== undefined && !argv[0].startsWith('-') ? subcommands.get(argv[0]) : undefined;
   if (sub) return sub(argv.slice(1));
-  const p = parseArgs(argv, argv0);
-  if (typeof p === 'string') { process.stderr.write(p); return 1; }
-  if (p.actions.has('h')) { process.stderr.write(usage(argv0)); return 1; }
-  if (p.actions.has('v')) { process.stdout.write(versionText()); return 0; }
-  if (p.actions.has('l')) { process.stdout.write(listBuiltIn()); return 0; }
+  // argv[0] as started, for the usage text (node runs bin/plume: that path).
+  const bin = process.argv[1] ?? SHORT_NAME;
+  const p = parseArgs(argv, bin);
+  if (!('mode' in p)) {
+    if (p.stderr) process.stderr.write(p.stderr);
+    if (p.stdout) process.stdout.write(p.stdout);
+    return p.exit;
+  }
   const serverRoot = path.resolve(p.serverRoot ?? HTTPD_ROOT);
   const cf = p.configFile ?? SERVER_CONFIG_FILE;
   const configFile = path.isAbsolute(cf) ? cf : path.join(serverRoot, cf);
-  if (p.E !== undefined) {
-    try { fs.appendFileSync(path.resolve(serverRoot, p.E), ''); } catch { /* reported by httpd at open */ }
-  }
+  const startupLogFile = p.E === undefined ? undefined : path.resolve(serverRoot, p.E);
+  const err = new StartupSink(startupLogFile);
+  const includeLog: IncludedFile[] = [];
   const opts: ConfigOptions = {
-    argv0, serverRoot, configFile, defines: p.defines, preDirectives: p.pre, postDirectives: p.post,
-    startupLogLevel: p.e !== undefined ? parseLevel(p.e) : undefined, startupLogFile: p.E,
+    argv0: SHORT_NAME, serverRoot, configFile, defines: p.defines, preDirectives: p.pre, postDirectives: p.post,
+    startupLogLevel: p.e, startupLogFile, requireMpm: true, documentRootCheck: p.documentRootCheck,
+    preflight: true, includeLog,
   };
+  const dumping = (name: string): boolean => p.defines.includes(name);
   let ctx: ConfigContext;
   try {
-    ctx = await readConfiguration(opts, catalogue);
+    ctx = await loadConfiguration(opts, catalogue);
   } catch (e) {
-    if (p.actions.has('V')) process.stdout.write(fullVersion(undefined));
-    if (e instanceof ConfigError) { process.stderr.write(e.format(argv0) + '\n'); return 1; }
-    if (e instanceof StartupError) { process.stderr.write(e.text + '\n'); return e.exitCode; }
-    throw e;
+    const f = describeFailure(e);
+    if (f === undefined) throw e;
+    if (dumping('DUMP_INCLUDES')) process.stdout.write(dumpIncludes(includeLog));
+    errOut(err, f.text);
+    return f.exit;
   }
-  if (p.actions.has('V')) { process.stdout.write(fullVersion(ctx)); return 0; }
-  if (p.actions.has('L')) { process.stdout.write(listDirectives(ctx)); return 0; }
-  if (p.actions.has('t')) {
+  if (dumping('DUMP_INCLUDES')) process.stdout.write(dumpIncludes(includeLog));
+  if (p.mode !== 'normal') {
+    if (p.showCompile) { process.stdout.write(fullVersion(ctx)); return 0; }
+    if (p.showDirectives) { process.stdout.write(listDirectives(ctx)); return 0; }
+    // The test_config hooks: core's dumps, then mod_so's module list.
     let out = '';
-    if (p.actions.has('DUMP_VHOSTS')) out += dumpVhosts(ctx);
-    if (p.actions.has('DUMP_RUN_CFG')) out += dumpRunCfg(ctx);
-    if (p.actions.has('DUMP_MODULES')) out += dumpModules(ctx);
-    if (p.actions.has('DUMP_INCLUDES')) {
-      out += 'Included configuration files:\n';
-      for (const i of ctx.includes) out += `${'  '.repeat(i.depth + 1)}(*) ${i.file}\n`;
-    }
+    if (dumping('DUMP_VHOSTS')) out += dumpVhosts(ctx);
+    if (dumping('DUMP_RUN_CFG')) out += dumpRunCfg(ctx);
+    if (dumping('DUMP_MODULES')) out += dumpModules(ctx);
     if (out) process.stdout.write(out);
-    if (!p.actions.has('DUMP_VHOSTS') && !p.actions.has('DUMP_MODULES') && !p.actions.has('DUMP_INCLUDES') || p.actions.has('S')) process.stderr.write('Syntax OK\n');
+    if (p.mode === 'test') errOut(err, 'Syntax OK\n');
     return 0;
   }
   if (p.k !== undefined) {
@@ -268,17 +382,61 @@ export async function main(argv: string[]): Promise<number> {
     child.unref();
     return 0;
   }
-  return serve(ctx, opts);
+  return serve(ctx, opts, err);
 }
 
-async function serve(ctx: ConfigContext, opts: ConfigOptions): Promise<number> {
+/**
+ * Starting as httpd does: the configuration read above (the preflight) opens the error logs
+ * and runs the post-config hooks; from then on startup messages go to the main error log,
+ * where the configuration is read a second time (its warnings land there, as httpd's second
+ * read's do) and that second configuration serves.
+ * DIFFERENCE: httpd binds its listeners before opening the error logs, in the preflight;
+ * plume binds them once the serving configuration is ready, so that no connection waits on a
+ * configuration still being read. A bind failure is reported on stderr all the same, but the
+ * error log has been opened by then.
+ */
+async function serve(first: ConfigContext, opts: ConfigOptions, err: StartupSink): Promise<number> {
+  try {
+    openErrorLogs(first);
+  } catch (e) {
+    const f = describeFailure(e);
+    if (f === undefined) throw e;
+    errOut(err, f.text);
+    return f.exit;
+  }
+  const log = first.mainServer.errorLog?.sink ?? err;
+  const refuse = async (e: unknown, where: LogSink | StartupSink): Promise<number> => {
+    const f = describeFailure(e);
+    if (f === undefined) throw e;
+    where.write(f.text);
+    await cleanupConfiguration(first);
+    closeErrorLogs(first);
+    return f.exit;
+  };
+  const failed = await postConfigure(first);
+  if (failed !== undefined) return refuse(new StartupError(failed), log);
+  await cleanupConfiguration(first);
+  const again: ConfigOptions = { ...opts, preflight: false, startupSink: log, includeLog: [] };
+  let ctx: ConfigContext;
+  try {
+    ctx = await loadConfiguration(again, catalogue);
+  } catch (e) {
+    return refuse(e, log);
+  }
+  log.flush();
+  let listeners: Listeners;
+  try {
+    listeners = await bindListeners(ctx);
+  } catch (e) {
+    return refuse(e, err);
+  }
   let running: RunningServer;
   try {
-    running = await startServer(ctx, { writePid: true, dropPrivileges: dropPrivilegesHook });
+    running = await startServer(ctx, { writePid: true, dropPrivileges: dropPrivilegesHook, listeners });
   } catch (e) {
-    if (e instanceof StartupError) { process.stderr.write(e.text + '\n'); return 1; }
-    throw e;
+    return refuse(e, log);
   }
+  closeErrorLogs(first);
   return new Promise<number>((resolve) => {
     const stop = (sig: string): void => {
       running.ctx.log('mpm_event', 5, `AH00491: caught ${sig}, shutting down`);
@@ -289,7 +447,8 @@ async function serve(ctx: ConfigContext, opts: ConfigOptions): Promise<number> {
     process.once('SIGWINCH', () => stop('SIGWINCH'));
     const reload = async (sig: string): Promise<void> => {
       try {
-        const next = await readConfiguration(opts, catalogue);
+        const current = running.ctx.mainServer.errorLog?.sink ?? err;
+        const next = await loadConfiguration({ ...again, startupSink: current }, catalogue);
         await running.close();
         running = await startServer(next, { writePid: true, dropPrivileges: dropPrivilegesHook });
         next.log('mpm_event', 5, `AH00493: ${sig} received.  Doing graceful restart`);

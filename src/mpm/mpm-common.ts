@@ -4,7 +4,8 @@
 
 import { CmdParms, GLOBAL_ONLY } from '../server/config/cmd.js';
 import { directive, RSRC_CONF, type DirectiveSpec } from '../server/module.js';
-import { APLOG_INFO } from '../server/log/levels.js';
+import { APLOG_INFO, APLOG_WARNING } from '../server/log/levels.js';
+import type { ConfigContext } from '../server/config/context.js';
 
 export interface MpmConfig {
   startServers: number | undefined;
@@ -36,11 +37,11 @@ function num(field: NumField, mpmName: string) {
   return (cmd: Cmd, arg: string): string | undefined => {
     const err = cmd.checkContext(GLOBAL_ONLY);
     if (err) return err;
-    if (cmd.name !== cmd.node.name && cmd.node.name.toLowerCase() === 'maxclients') {
-      cmd.ctx.log(mpmName, APLOG_INFO, 'AH00521: MaxClients is deprecated, use MaxRequestWorkers instead.');
+    if (cmd.node.name.toLowerCase() === 'maxclients') {
+      cmd.ctx.logNoServer(mpmName, APLOG_INFO, 'AH00521: MaxClients is deprecated, use MaxRequestWorkers instead.');
     }
     if (cmd.node.name.toLowerCase() === 'maxrequestsperchild') {
-      cmd.ctx.log('core', APLOG_INFO, 'AH00545: MaxRequestsPerChild is deprecated, use MaxConnectionsPerChild instead.');
+      cmd.ctx.logNoServer('core', APLOG_INFO, 'AH00545: MaxRequestsPerChild is deprecated, use MaxConnectionsPerChild instead.');
     }
     const n = field === 'asyncRequestWorkerFactor' ? Number(arg) : Number.parseInt(arg, 10);
     cmd.srv[field] = Number.isNaN(n) ? 0 : n;
@@ -77,17 +78,30 @@ export function mpmDirectives(mpmName: string, withThreads: boolean): DirectiveS
   return d;
 }
 
-/** httpd's post-config check of MaxRequestWorkers against ThreadsPerChild (AH00511 etc.). */
-export function checkThreaded(c: MpmConfig, log: (msg: string) => void): void {
+/** httpd's check_config of MaxRequestWorkers against ThreadsPerChild (worker and event).
+ *  At the first read the warning goes bare to stderr (AH00511, AH00513); when the
+ *  configuration is read again to serve, it is logged (AH00512, AH00514). */
+export function checkThreaded(c: MpmConfig, ctx: ConfigContext, mpmName: string): void {
   const tpc = c.threadsPerChild ?? 25;
   const mrw = c.maxRequestWorkers;
   if (mrw === undefined) return;
-  if (mrw < tpc) {
-    log(`AH00511: WARNING: MaxRequestWorkers of ${mrw} is less than ThreadsPerChild of ${tpc}, increasing to ${tpc}. MaxRequestWorkers must be at least as large as the number of threads in a single server.`);
-    c.maxRequestWorkers = tpc;
-  } else if (mrw % tpc !== 0) {
-    const nearest = Math.floor(mrw / tpc) * tpc;
-    log(`AH00513: WARNING: MaxRequestWorkers of ${mrw} is not an integer multiple of ThreadsPerChild of ${tpc}, decreasing to nearest multiple ${nearest}, for a maximum of ${nearest / tpc} servers.`);
-    c.maxRequestWorkers = nearest;
+  let workers = mrw;
+  if (workers < tpc) {
+    if (ctx.preflight) {
+      ctx.logBare(mpmName, APLOG_WARNING, `AH00511: WARNING: MaxRequestWorkers of ${workers} is less than ThreadsPerChild of ${tpc}, increasing to ${tpc}. MaxRequestWorkers must be at least as large as the number of threads in a single server.`);
+    } else {
+      ctx.log(mpmName, APLOG_WARNING, `AH00512: MaxRequestWorkers of ${workers} is less than ThreadsPerChild of ${tpc}, increasing to match`);
+    }
+    workers = tpc;
   }
+  if (workers % tpc !== 0) {
+    const nearest = Math.floor(workers / tpc) * tpc;
+    if (ctx.preflight) {
+      ctx.logBare(mpmName, APLOG_WARNING, `AH00513: WARNING: MaxRequestWorkers of ${workers} is not an integer multiple of ThreadsPerChild of ${tpc}, decreasing to nearest multiple ${nearest}, for a maximum of ${nearest / tpc} servers.`);
+    } else {
+      ctx.log(mpmName, APLOG_WARNING, `AH00514: MaxRequestWorkers of ${workers} is not an integer multiple of ThreadsPerChild of ${tpc}, decreasing to nearest multiple ${nearest}`);
+    }
+    workers = nearest;
+  }
+  c.maxRequestWorkers = workers;
 }

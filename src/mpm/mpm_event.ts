@@ -3,7 +3,6 @@
 
 import { defineModule, MODULE_API_VERSION } from '../server/module.js';
 import { createMpmConfig, mpmDirectives, checkThreaded, type MpmConfig } from './mpm-common.js';
-import { APLOG_WARNING } from '../server/log/levels.js';
 
 const mpm = defineModule<MpmConfig, undefined>({
   name: 'mpm_event_module',
@@ -12,9 +11,9 @@ const mpm = defineModule<MpmConfig, undefined>({
   createServerConfig: () => createMpmConfig(),
   directives: mpmDirectives('mpm_event', true),
   configHooks: {
-    postConfig(ctx) {
+    checkConfig(ctx) {
       const c = mpm.server(ctx.mainServer);
-      if (true) checkThreaded(c, (msg) => ctx.logBare('mpm_event', APLOG_WARNING, msg));
+      checkThreaded(c, ctx, 'mpm_event');
     },
   },
 });

@@ -122,7 +122,11 @@ export type HookRegistration = {
 export interface ConfigHooks {
   /** Before the configuration is read: reset module-global state. */
   preConfig?(ctx: ConfigContext): void;
-  /** After every directive ran: check and precompute; return an error text to refuse to start. */
+  /** After every directive ran, also under -t (httpd's check_config): check and precompute;
+   *  return an error text to refuse the configuration. */
+  checkConfig?(ctx: ConfigContext): string | undefined | void;
+  /** When starting to serve, after the error logs are open (httpd's post_config; not under -t):
+   *  open files, read data files; return an error text to refuse to start. */
   postConfig?(ctx: ConfigContext): string | undefined | void | Promise<string | undefined | void>;
   /** In each serving process after startup (workers, or the single -X process). */
   childInit?(ctx: ConfigContext): void | Promise<void>;

@@ -11,7 +11,7 @@ import {
   defineModule, directive, MODULE_API_VERSION, EXEC_ON_READ, RSRC_CONF, ModuleHandle,
   type ModuleDecl, type AnyModuleHandle,
 } from '../../server/module.js';
-import { APLOG_WARNING, APLOG_NOTICE } from '../../server/log/levels.js';
+import { APLOG_DEBUG, APLOG_WARNING, APLOG_NOTICE } from '../../server/log/levels.js';
 
 type Cmd = CmdParms<undefined, undefined>;
 
@@ -42,6 +42,8 @@ function loadModule(cmd: Cmd, name: string, file: string): string | undefined {
     return `Module ${name} in ${file} was built for plume module API ${mod.decl.apiVersion}, but this server provides API ${MODULE_API_VERSION}; rebuild the module for this version`;
   }
   ctx.activate(mod);
+  // httpd's debug-level messages carry the source position of the C code that logs them.
+  ctx.logNoServer('so', APLOG_DEBUG, `mod_so.c(266): AH01575: loaded module ${name} from ${ctx.serverRootRelative(file)}`);
   return undefined;
 }
 

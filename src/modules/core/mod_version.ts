@@ -2,7 +2,7 @@
 // version plume is compatible with (2.4.71).
 
 import { CmdParms } from '../../server/config/cmd.js';
-import { splitWords } from '../../server/config/lexer.js';
+import { ArgCursor } from '../../server/config/lexer.js';
 import { defineModule, directive, MODULE_API_VERSION, EXEC_ON_READ, RSRC_CONF, ACCESS_CONF, OR_ALL } from '../../server/module.js';
 import { APACHE_MAJOR, APACHE_MINOR, APACHE_PATCH, APACHE_COMPAT_VERSION } from '../../server/version.js';
 
@@ -16,39 +16,68 @@ function cmpVersion(a: number[], b: number[]): number {
   return 0;
 }
 
+const BAD_VERSION = 'Version appears to be invalid. It must have the format major[.minor[.patch]] where major, minor and patch are numbers.';
+
+/** -1, 0 or 1 comparing 2.4.71 with a "major[.minor[.patch]]" text (missing parts are 0). */
+function compareWith(text: string): number | string {
+  const m = /^(\d+)(?:\.(\d+))?(?:\.(\d+))?$/.exec(text);
+  if (!m) return BAD_VERSION;
+  const c = cmpVersion([APACHE_MAJOR, APACHE_MINOR, APACHE_PATCH], [Number(m[1]), Number(m[2] ?? 0), Number(m[3] ?? 0)]);
+  return Math.sign(c);
+}
+
+function matchRegex(src: string): boolean | string {
+  try { return new RegExp(src).test(APACHE_COMPAT_VERSION); } catch { return 'Unable to compile regular expression'; }
+}
+
+/** start_ifversion: the arguments as httpd sees them (the section's text up to and including
+ *  its closing '>'), one to three words: [operator] version, the '>' possibly apart. */
 function ifVersion(cmd: Cmd, raw: string): string | undefined {
-  const words = splitWords(raw);
-  if (words.length === 0) return '<IfVersion> directive requires additional arguments';
-  let op = '=';
-  let ver: string;
-  if (words.length === 1) ver = words[0]!;
-  else if (words.length === 2) { op = words[0]!; ver = words[1]!; }
-  else return 'too many arguments';
-  let not = false;
-  if (op.startsWith('!')) { not = true; op = op.slice(1); }
-  const mine = [APACHE_MAJOR, APACHE_MINOR, APACHE_PATCH];
+  const c = new ArgCursor(raw + '>');
+  let arg1 = c.word();
+  let arg2: string | undefined = c.atEnd() ? undefined : c.word();
+  let arg3: string | undefined = c.atEnd() ? undefined : c.word();
+  if (!c.atEnd()) return '<IfVersion takes one, two or three arguments, a comparison operator, a version (and a delimiter)';
+  if (arg2 === undefined) { arg2 = arg1; arg1 = '='; }
+  if (arg3 === undefined && arg2 === '>') { arg3 = '>'; arg2 = arg1; arg1 = '='; }
+  const closedApart = arg3 === '>';
+  if (arg2 === '' || (!closedApart && !arg2.endsWith('>'))) return `<IfVersion> directive missing closing '>'`;
+  const version = closedApart ? arg2 : arg2.slice(0, -1);
+  let op = arg1;
+  let reverse = false;
+  if (op.startsWith('!')) { reverse = true; if (op.length > 1) op = op.slice(1); }
   let match: boolean;
-  if (op === '~' || (op === '=' && ver.startsWith('/') && ver.endsWith('/') && ver.length > 1)) {
-    const src = op === '~' ? ver : ver.slice(1, -1);
-    let re: RegExp;
-    try { re = new RegExp(src); } catch { return 'Cannot compile regular expression'; }
-    match = re.test(APACHE_COMPAT_VERSION);
-  } else {
-    const m = /^(\d+)(?:\.(\d+))?(?:\.(\d+))?$/.exec(ver);
-    if (!m) return 'Version appears to be invalid. It must have the format major[.minor[.patch]]';
-    // Missing parts count as 0 for the comparison: "2.4" means 2.4.0 (so "= 2.4" is false on 2.4.71).
-    const want = [Number(m[1]), Number(m[2] ?? 0), Number(m[3] ?? 0)];
-    const c = cmpVersion(mine, want);
-    switch (op) {
-      case '=': case '==': match = c === 0; break;
-      case '>': match = c > 0; break;
-      case '>=': match = c >= 0; break;
-      case '<': match = c < 0; break;
-      case '<=': match = c <= 0; break;
-      default: return `unknown comparison operator '${op}'`;
+  switch (op) {
+    case '=': case '==': {
+      if (!version.startsWith('/')) {
+        const r = compareWith(version);
+        if (typeof r === 'string') return r;
+        match = r === 0;
+        break;
+      }
+      if (version.length < 2 || !version.endsWith('/')) return 'Missing delimiting / of regular expression.';
+      const r = matchRegex(version.slice(1, -1));
+      if (typeof r === 'string') return r;
+      match = r;
+      break;
     }
+    case '~': {
+      const r = matchRegex(version);
+      if (typeof r === 'string') return r;
+      match = r;
+      break;
+    }
+    case '<': case '<=': case '>': case '>=': {
+      const r = compareWith(version);
+      if (typeof r === 'string') return r;
+      const orEqual = op.length === 2 && r === 0;
+      match = (op[0] === '<' ? r === -1 : r === 1) || orEqual;
+      break;
+    }
+    default:
+      return `unrecognized operator '${arg1}'`;
   }
-  if (match !== not) cmd.emit(cmd.expand(cmd.node.source.children ?? []));
+  if (match !== reverse) cmd.emit(cmd.expand(cmd.node.source.children ?? []));
   return undefined;
 }
 

@@ -2,9 +2,11 @@
 //  1. read: build the tree, resolving ${VAR} and executing EXEC_ON_READ directives in order
 //     (Include, Define, LoadModule, <IfModule>, <IfDefine>, <IfVersion>, ...);
 //  2. walk: invoke every other directive's handler in its server and section.
-// Then virtual hosts inherit from the main server, and post-config hooks check the result.
+// Then virtual hosts inherit from the main server and the check-config hooks check the result
+// (all that -t does); the post-config hooks run only when the configuration is to serve.
 
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import { ConfigError, StartupError } from './errors.js';
 import { parseConfig, type ConfigNode } from './tree.js';
 import { ArgCursor, resolveVariables } from './lexer.js';
@@ -15,6 +17,8 @@ import {
   type AnyModuleHandle, type ArgShape,
 } from '../module.js';
 import type { ServerRec } from '../server-rec.js';
+import { resolveHostSync, reverseLookupSync } from '../core/resolve.js';
+import { APLOG_ALERT, APLOG_ERR } from '../log/levels.js';
 
 export interface ExpandedNode {
   readonly name: string;
@@ -29,7 +33,7 @@ export interface ExpandedNode {
 export const SERVER_OVERRIDE = (RSRC_CONF | OR_ALL) & ~(OR_AUTHCFG | OR_LIMIT);
 
 function undefinedVariable(ctx: ConfigContext, name: string): void {
-  ctx.log('core', 4, `AH00111: Config variable \${${name}} is not defined`);
+  ctx.logNoServer('core', 4, `AH00111: Config variable \${${name}} is not defined`);
 }
 
 function lookupDirective(ctx: ConfigContext, n: { name: string; source: ConfigNode } | ConfigNode, name: string): LoadedDirective | undefined {
@@ -123,7 +127,7 @@ export function invokeHandler(cmd: CmdParms, d: LoadedDirective, node: ExpandedN
     const listed = scope.overrideList?.has(spec.name.toLowerCase()) ?? false;
     if (!listed) {
       const parent = scope.parents[scope.parents.length - 1];
-      if (scope.htaccess || parent === undefined) return `${spec.name} not allowed here`;
+      if (parent === undefined) return `${spec.name} not allowed here`;
       return `${spec.name} not allowed in ${parent}> context`;
     }
   }
@@ -218,12 +222,6 @@ export function invokeWithArgs(cmd: CmdParms, name: string, help: string, shape:
   }
 }
 
-/** Reads and parses one file into the lossless tree (ConfigError on unbalanced sections). */
-export function readConfigFile(file: string): ConfigNode[] {
-  const text = fs.readFileSync(file, 'latin1');
-  return parseConfig(text, file);
-}
-
 /** The modules every configuration starts with, in catalogue order. */
 export interface ModuleCatalogue {
   readonly all: readonly AnyModuleHandle[];
@@ -233,30 +231,44 @@ export interface ModuleCatalogue {
   register(mod: AnyModuleHandle): void;
 }
 
-/** Reads a whole configuration: read phase, walk phase, vhost fixups, post-config checks. */
-export async function readConfiguration(options: ConfigOptions, catalogue: ModuleCatalogue): Promise<ConfigContext> {
+/** The label httpd gives the -C and -c directives in messages ("line N of -c/-C directives"). */
+export const CMDLINE_LABEL = '-c/-C directives';
+
+/**
+ * Reads a configuration as far as `httpd -t` does (ap_read_config, pre_config,
+ * ap_process_config_tree, virtual host fixups, check_config): the read phase, the walk, and
+ * the modules' checkConfig hooks. Nothing is opened; postConfigure() does that when serving.
+ * Throws ConfigError (a directive's error) or StartupError (anything else).
+ */
+export async function loadConfiguration(options: ConfigOptions, catalogue: ModuleCatalogue): Promise<ConfigContext> {
   const ctx = new ConfigContext(options);
   ctx.catalogue = catalogue;
   for (const m of catalogue.builtIn) ctx.activate(m);
   for (const m of catalogue.builtIn) m.decl.configHooks?.preConfig?.(ctx);
 
   const trees: ExpandedNode[] = [];
-  const cmdline = (lines: readonly string[], label: string): void => {
+  const cmdline = (lines: readonly string[]): void => {
     if (lines.length === 0) return;
-    const nodes = parseConfig(lines.join('\n') + '\n', label);
+    const nodes = parseConfig(lines.join('\n') + '\n', CMDLINE_LABEL);
     trees.push(...expandNodes(ctx, nodes));
   };
-  cmdline(options.preDirectives, '-C');
-  let main: ConfigNode[];
+  cmdline(options.preDirectives);
+  let text: string;
   try {
-    main = readConfigFile(options.configFile);
+    text = fs.readFileSync(options.configFile, 'latin1');
   } catch (e) {
-    if (e instanceof ConfigError) throw e;
     throw new StartupError(`${options.argv0}: Could not open configuration file ${options.configFile}: ${describeFsError(e)}`);
   }
-  ctx.includes.push({ file: options.configFile, depth: 0 });
+  // httpd labels the main file with the line of an Include among the -C directives, if any.
+  ctx.includes.push({ file: options.configFile, depth: 0, line: ctx.includes[ctx.includes.length - 1]?.line ?? 0 });
+  const main = parseConfig(text, options.configFile);
   trees.push(...expandNodes(ctx, main));
-  cmdline(options.postDirectives, '-c');
+  cmdline(options.postDirectives);
+
+  // httpd refuses a configuration that loaded no MPM before it walks the tree.
+  if (options.requireMpm === true && !ctx.loaded.some((m) => m.decl.name.startsWith('mpm_'))) {
+    throw new StartupError(`AH00534: ${options.argv0}: Configuration error: No MPM loaded.`);
+  }
 
   // Modules loaded by LoadModule get their pre-config hooks now (httpd runs pre_config after
   // reading, before the tree is walked).
@@ -272,15 +284,40 @@ export async function readConfiguration(options: ConfigOptions, catalogue: Modul
   });
   fixupVirtualHosts(ctx);
   for (const m of ctx.loaded) {
-    const err = await m.decl.configHooks?.postConfig?.(ctx);
+    const err = m.decl.configHooks?.checkConfig?.(ctx);
     if (typeof err === 'string') throw new StartupError(err);
   }
+  return ctx;
+}
+
+/** httpd's post_config: the modules' postConfig hooks (opening files, reading data files),
+ *  run when serving, after the error logs are open. Returns the first refusal's text. */
+export async function postConfigure(ctx: ConfigContext): Promise<string | undefined> {
+  for (const m of ctx.loaded) {
+    const err = await m.decl.configHooks?.postConfig?.(ctx);
+    if (typeof err === 'string') return err;
+  }
+  return undefined;
+}
+
+/** Runs the modules' cleanup hooks: the configuration generation is done with. */
+export async function cleanupConfiguration(ctx: ConfigContext): Promise<void> {
+  for (const m of ctx.loaded) await m.decl.configHooks?.cleanup?.(ctx);
+}
+
+/** Reads a whole configuration and runs the post-config hooks too (a configuration ready to
+ *  serve requests from, for embedding and tests). */
+export async function readConfiguration(options: ConfigOptions, catalogue: ModuleCatalogue): Promise<ConfigContext> {
+  const ctx = await loadConfiguration(options, catalogue);
+  const err = await postConfigure(ctx);
+  if (err !== undefined) throw new StartupError(err);
   return ctx;
 }
 
 /** Virtual hosts inherit the main server's settings they do not set (ap_fixup_virtual_hosts). */
 function fixupVirtualHosts(ctx: ConfigContext): void {
   const main = ctx.mainServer;
+  if (main.serverHostname === undefined) main.serverHostname = localHostName(ctx);
   for (const v of ctx.vhosts) {
     for (const m of ctx.loaded) {
       const i = m.index;
@@ -295,8 +332,35 @@ function fixupVirtualHosts(ctx: ConfigContext): void {
     }
     if (!v.explicitlySet.has('serverAdmin')) v.serverAdmin = main.serverAdmin;
     if (!v.explicitlySet.has('logLevel')) v.logLevel = main.logLevel;
-    if (v.port === 0 && v.addrs[0]) v.port = v.addrs[0].port;
+    // Only a vhost without ServerName takes its port from its address (a ServerName without
+    // a port leaves it unset: URLs then use the Host header's port or the default).
+    if (v.port === 0 && v.addrs[0] && !v.explicitlySet.has('serverHostname')) v.port = v.addrs[0].port;
+    if (v.serverHostname === undefined) v.serverHostname = vhostDefaultName(ctx, v);
   }
+}
+
+/** A virtual host without ServerName: a "*" or _default_ one takes the main server's name,
+ *  an address-specific one the name of its first address (ap_fini_vhost_config). */
+function vhostDefaultName(ctx: ConfigContext, v: ServerRec): string {
+  const main = ctx.mainServer;
+  if (v.addrs.some((a) => a.host === '*' || a.host === '_default_')) return main.serverHostname ?? '';
+  const first = v.addrs[0];
+  if (first === undefined) return 'bogus_host_without_forward_dns';
+  const name = reverseLookupSync(first.host);
+  if (name !== undefined) return name;
+  ctx.log('core', APLOG_ERR, `AH00549: Failed to resolve server name for ${first.host} (check DNS) -- or specify an explicit ServerName`);
+  return 'bogus_host_without_reverse_dns';
+}
+
+/** The main server's name when ServerName is not set (ap_get_local_host): the host's fully
+ *  qualified name, or its address with a warning (AH00558). */
+function localHostName(ctx: ConfigContext): string {
+  const host = os.hostname();
+  const ip = resolveHostSync(host) ?? '127.0.0.1';
+  const name = host.includes('.') ? host : reverseLookupSync(ip);
+  if (name !== undefined && name.includes('.')) return name;
+  ctx.logBare('core', APLOG_ALERT, `AH00558: ${ctx.argv0}: Could not reliably determine the server's fully qualified domain name, using ${ip}. Set the 'ServerName' directive globally to suppress this message`);
+  return ip;
 }
 
 /** Merges two per-directory vectors module by module (ap_merge_per_dir_configs). */

@@ -6,6 +6,7 @@ import type { ServerRec } from '../server-rec.js';
 import type { ExpandedNode } from './build.js';
 import type { DirectiveSpec } from '../module.js';
 import type { ConfigNode } from './tree.js';
+import { APLOG_WARNING, DEFAULT_LOG_LEVEL, levelFor } from '../log/levels.js';
 
 /** Contexts a directive may forbid (httpd's ap_check_cmd_context flags). */
 export const NOT_IN_VIRTUALHOST = 0x01;
@@ -75,19 +76,23 @@ export class CmdParms<SC = unknown, DC = unknown> {
   /** The directive name as declared (httpd prints cmd->name in errors). */
   get name(): string { return this.spec.name; }
 
-  /** httpd's ap_check_cmd_context: an error text if the directive is in a forbidden place. */
+  /** httpd's ap_check_cmd_context: an error text if the directive is in a forbidden place,
+   *  worded as httpd words it ("X cannot occur within <Location> section"). */
   checkContext(forbidden: number): string | undefined {
     const name = this.spec.name;
-    const gt = name.startsWith('<') ? '>' : '';
+    const gt = name.startsWith('<') && !name.endsWith('>') ? '>' : '';
     const parents = this.scope.parents;
-    if ((forbidden & NOT_IN_HTACCESS) && this.scope.htaccess) {
-      return `${name}${gt} cannot occur within htaccess files`;
-    }
     if ((forbidden & NOT_IN_VIRTUALHOST) && this.server.isVirtual) {
       return `${name}${gt} cannot occur within <VirtualHost> section`;
     }
     if ((forbidden & NOT_IN_LIMIT) && this.scope.limited) {
       return `${name}${gt} cannot occur within <Limit> or <LimitExcept> section`;
+    }
+    if ((forbidden & NOT_IN_HTACCESS) && this.scope.htaccess) {
+      return `${name}${gt} cannot occur within htaccess files`;
+    }
+    if ((forbidden & NOT_IN_DIR_LOC_FILE) === NOT_IN_DIR_LOC_FILE && this.scope.path !== undefined) {
+      return `${name}${gt} cannot occur within directory context`;
     }
     const checks: [number, string[]][] = [
       [NOT_IN_DIRECTORY, ['<Directory', '<DirectoryMatch']],
@@ -97,8 +102,11 @@ export class CmdParms<SC = unknown, DC = unknown> {
     ];
     for (const [flag, names] of checks) {
       if (!(forbidden & flag)) continue;
-      const found = findParent(parents, names);
-      if (found) return `${name} not allowed in ${found}> context`;
+      // find_parent: each name in turn, searched through all enclosing sections.
+      for (const n of names) {
+        const found = parents.find((p) => p.toLowerCase() === n.toLowerCase());
+        if (found !== undefined) return `${name}${gt} cannot occur within ${found}> section`;
+      }
     }
     return undefined;
   }
@@ -113,16 +121,17 @@ export class CmdParms<SC = unknown, DC = unknown> {
     return this.ctx.serverRootRelative(p);
   }
 
-  /** A startup warning "in line N of FILE" style helper. */
-  warn(module: string, message: string): void {
-    this.ctx.log(module, 4, message);
+  /** A message about the server being configured (httpd's ap_log_error with cmd->server):
+   *  shown up to that server's LogLevel as set so far. */
+  log(module: string, level: number, message: string): void {
+    const s = this.server;
+    const cfg = s.logLevel ?? (s.isVirtual ? this.ctx.mainServer.logLevel : undefined) ?? DEFAULT_LOG_LEVEL;
+    if (level > levelFor(cfg, module)) return;
+    this.ctx.startupLog.write({ module, level, message });
   }
-}
 
-function findParent(parents: readonly string[], names: readonly string[]): string | undefined {
-  for (let i = parents.length - 1; i >= 0; i--) {
-    const p = parents[i]!;
-    if (names.some((n) => n.toLowerCase() === p.toLowerCase())) return p;
+  /** A warning about the server being configured. */
+  warn(module: string, message: string): void {
+    this.log(module, APLOG_WARNING, message);
   }
-  return undefined;
 }

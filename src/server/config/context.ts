@@ -1,13 +1,14 @@
 // One configuration generation: the modules loaded, Define'd names, the servers built, and
 // the startup messages. Everything the request path needs is precomputed from here.
 
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { AnyModuleHandle, DirectiveSpec, ProviderGroupName, ProviderGroups } from '../module.js';
 import { ServerRec } from '../server-rec.js';
 import type { ModuleCatalogue as ModuleCatalogueRef } from './build.js';
 import { ErrorLog, formatDefault, type ErrorLogEntry } from '../log/error-log.js';
-import { StderrSink } from '../log/log-writer.js';
-import { DEFAULT_LOG_LEVEL, levelFor, type LogLevelConfig } from '../log/levels.js';
+import type { LogSink } from '../log/log-writer.js';
+import { APLOG_NOTICE, DEFAULT_LOG_LEVEL, levelFor, type LogLevelConfig } from '../log/levels.js';
 
 export interface LoadedDirective {
   readonly spec: DirectiveSpec<unknown, unknown>;
@@ -28,6 +29,52 @@ export interface ConfigOptions {
   readonly startupLogLevel?: number | undefined;
   /** -E file for startup messages. */
   readonly startupLogFile?: string | undefined;
+  /** Refuse a configuration that loads no MPM (httpd's AH00534); the command line sets it. */
+  readonly requireMpm?: boolean;
+  /** -T turns this off: DocumentRoot is then not checked for being a directory. */
+  readonly documentRootCheck?: boolean;
+  /** The first read at startup (httpd's preflight read, and -t): once-only startup
+   *  warnings are given here and not when the configuration is read again to serve. */
+  readonly preflight?: boolean;
+  /** Collects the files read (ConfigContext.includes), so that -D DUMP_INCLUDES can list
+   *  them even when reading fails half way. */
+  readonly includeLog?: IncludedFile[];
+  /** Where startup messages go instead of stderr / the -E file (the running server's error
+   *  log, when a configuration is read again to serve). */
+  readonly startupSink?: LogSink;
+}
+
+/** A configuration file read: its Include depth and the line of the Include (0: none). */
+export interface IncludedFile {
+  readonly file: string;
+  readonly depth: number;
+  readonly line: number;
+}
+
+/** Where startup messages go before the error logs are open: stderr, or the -E file
+ *  (httpd's ap_replace_stderr_log, opened once per process). Written at once, so that they
+ *  keep their order with everything else the command line prints. */
+export class StartupSink implements LogSink {
+  private static readonly files = new Map<string, number>();
+  readonly description: string;
+  private readonly fd: number;
+  constructor(file?: string) {
+    this.description = file ?? 'stderr';
+    this.fd = file === undefined ? 2 : StartupSink.open(file);
+  }
+  private static open(file: string): number {
+    let fd = StartupSink.files.get(file);
+    if (fd === undefined) {
+      try { fd = fs.openSync(file, 'a', 0o644); } catch { fd = 2; }
+      StartupSink.files.set(file, fd);
+    }
+    return fd;
+  }
+  write(line: string): void {
+    try { fs.writeSync(this.fd, line); } catch { /* stderr gone */ }
+  }
+  flush(): void { /* unbuffered */ }
+  close(): void { /* stderr and the -E file stay open for the process */ }
 }
 
 export class ConfigContext {
@@ -41,8 +88,8 @@ export class ConfigContext {
   readonly directives = new Map<string, LoadedDirective>();
   readonly mainServer: ServerRec;
   readonly vhosts: ServerRec[] = [];
-  /** Files read, in order (for -D DUMP_INCLUDES). */
-  readonly includes: { file: string; depth: number }[] = [];
+  /** Files read, in order, with the line of the Include that read them (-D DUMP_INCLUDES). */
+  readonly includes: IncludedFile[];
   /** Providers registered by loaded modules: group → name → provider. */
   readonly providers = new Map<string, Map<string, unknown>>();
   /** The startup log: stderr (or -E file) until the ErrorLog is open, as httpd does. */
@@ -54,14 +101,20 @@ export class ConfigContext {
 
   constructor(readonly options: ConfigOptions) {
     this.serverRoot = options.serverRoot;
+    this.includes = options.includeLog ?? [];
     for (const d of options.defines) this.defines.set(d, '');
     this.mainServer = new ServerRec(0, false, options.configFile, 0);
-    this.startupLog = new ErrorLog(new StderrSink(), formatDefault);
+    this.startupLog = new ErrorLog(options.startupSink ?? new StartupSink(options.startupLogFile), formatDefault);
     if (options.startupLogLevel !== undefined) this.startupLogLevel = { level: options.startupLogLevel, modules: new Map() };
   }
 
   get argv0(): string {
     return this.options.argv0;
+  }
+
+  /** The first read at startup or -t (see ConfigOptions.preflight). */
+  get preflight(): boolean {
+    return this.options.preflight !== false;
   }
 
   newVirtualHost(file: string, line: number): ServerRec {
@@ -130,6 +183,14 @@ export class ConfigContext {
     if (level > levelFor(this.startupLogLevel, module)) return;
     const e: ErrorLogEntry = { module, level, message };
     this.startupLog.write(e);
+  }
+
+  /** A message about no particular server (httpd's ap_log_error with a NULL server): shown
+   *  up to the -e level (warn by default) whatever LogLevel says; notices always. */
+  logNoServer(module: string, level: number, message: string): void {
+    const limit = this.options.startupLogLevel ?? DEFAULT_LOG_LEVEL.level;
+    if (level !== APLOG_NOTICE && level > limit) return;
+    this.startupLog.write({ module, level, message });
   }
 
   /** A startup message without the error-log prefix (httpd's APLOG_STARTUP / no server). */

@@ -13,10 +13,14 @@ export interface LogicalLine {
 
 const WS = /[ \t\r\f\v]/;
 
-/** Splits a file into logical lines. Blank and comment lines are kept (kind via text). */
+/** Splits a file into logical lines. Blank and comment lines are kept (kind via text).
+ *  As httpd 2.4's ap_cfg_getline: a backslash immediately before the line feed (or CR LF)
+ *  joins the next physical line, comments included; "\\ " with trailing white space does not. */
 export function splitLogicalLines(source: string): LogicalLine[] {
   const physical = source.split('\n');
-  if (physical.length > 0 && physical[physical.length - 1] === '') physical.pop();
+  // The text after the last line feed: a final line without terminator (or nothing).
+  const lastTerminated = physical.length - 1;
+  if (physical[lastTerminated] === '') physical.pop();
   const out: LogicalLine[] = [];
   let i = 0;
   while (i < physical.length) {
@@ -26,14 +30,13 @@ export function splitLogicalLines(source: string): LogicalLine[] {
     for (;;) {
       const p = physical[i] ?? '';
       raw.push(p);
+      const terminated = i < lastTerminated;
       i++;
-      const piece = p.replace(/\r$/, '');
-      // A backslash as the very last character continues the line (httpd strips trailing
-      // white space first, so "\ " also continues).
-      const trimmedEnd = piece.replace(/[ \t\r\f\v]+$/, '');
-      if (trimmedEnd.endsWith('\\') && i < physical.length && !isCommentStart(acc, trimmedEnd)) {
-        acc += trimmedEnd.slice(0, -1);
-        continue;
+      const piece = terminated ? p.replace(/\r$/, '') : p;
+      if (terminated && piece.endsWith('\\')) {
+        acc += piece.slice(0, -1);
+        if (i < physical.length) continue;
+        break;
       }
       acc += piece;
       break;
@@ -41,10 +44,6 @@ export function splitLogicalLines(source: string): LogicalLine[] {
     out.push({ text: trim(acc), firstLine: first + 1, line: i, raw });
   }
   return out;
-}
-
-function isCommentStart(acc: string, piece: string): boolean {
-  return acc === '' && trim(piece).startsWith('#');
 }
 
 export function trim(s: string): string {
@@ -78,9 +77,10 @@ export class ArgCursor {
     if (this.pos >= t.length) return '';
     const q = t[this.pos];
     if (q === '"' || q === "'") {
-      // httpd finds the end skipping only backslash-quote pairs, then unescapes \\ and \q.
+      // httpd finds the end skipping backslash-quote and backslash-backslash pairs, then
+      // unescapes \\ and \q.
       let end = this.pos + 1;
-      while (end < t.length && t[end] !== q) end += t[end] === '\\' && t[end + 1] === q ? 2 : 1;
+      while (end < t.length && t[end] !== q) end += t[end] === '\\' && (t[end + 1] === q || t[end + 1] === '\\') ? 2 : 1;
       const w = unescapeConf(t.slice(this.pos + 1, end), q);
       this.pos = end < t.length ? end + 1 : end;
       this.skipWs();
