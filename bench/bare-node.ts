@@ -1,5 +1,5 @@
 // Baseline for `npm run bench`: the smallest reasonable node:http static
-// server. It loads every file of a document root into memory at start-up
+// server. It loads every file under a document root into memory at start-up
 // and answers GET/HEAD for them with the same Content-Type and
 // Content-Length that Apache sends (keep-alive, no access log, no stat() per
 // request). It is the ceiling a Node.js server can reach on this machine,
@@ -40,25 +40,34 @@ const root = arg('--root', undefined);
 const maxPerSocket = Number(arg('--max-requests-per-socket', '10000'));
 
 const files = new Map<string, Entry>();
-for (const name of fs.readdirSync(root)) {
-  const full = path.join(root, name);
-  const st = fs.statSync(full);
-  if (!st.isFile()) continue;
-  const body = fs.readFileSync(full);
-  const type = TYPES[path.extname(name).toLowerCase()] ?? 'application/octet-stream';
-  const mtime = st.mtime;
-  files.set('/' + name, {
-    body,
-    headers: {
-      // Roughly Apache's header set, so the response sizes are comparable.
-      'Last-Modified': mtime.toUTCString(),
-      ETag: `"${st.size.toString(16)}-${Math.floor(mtime.getTime() * 1000).toString(16)}"`,
-      'Accept-Ranges': 'bytes',
-      'Content-Length': String(body.length),
-      'Content-Type': type,
-    },
-  });
+/** Every file under the root, subdirectories included; dot files (.htaccess) are not served. */
+function load(dir: string, urlPrefix: string): void {
+  for (const name of fs.readdirSync(dir)) {
+    if (name.startsWith('.')) continue;
+    const full = path.join(dir, name);
+    const st = fs.statSync(full);
+    if (st.isDirectory()) {
+      load(full, `${urlPrefix}${name}/`);
+      continue;
+    }
+    if (!st.isFile()) continue;
+    const body = fs.readFileSync(full);
+    const type = TYPES[path.extname(name).toLowerCase()] ?? 'application/octet-stream';
+    const mtime = st.mtime;
+    files.set(urlPrefix + name, {
+      body,
+      headers: {
+        // Roughly Apache's header set, so the response sizes are comparable.
+        'Last-Modified': mtime.toUTCString(),
+        ETag: `"${st.size.toString(16)}-${Math.floor(mtime.getTime() * 1000).toString(16)}"`,
+        'Accept-Ranges': 'bytes',
+        'Content-Length': String(body.length),
+        'Content-Type': type,
+      },
+    });
+  }
 }
+load(root, '/');
 
 const server = http.createServer((req, res) => {
   const url = req.url ?? '/';

@@ -1,6 +1,8 @@
-// `npm run bench`: static-file throughput, tail latency and memory of plume
-// against Apache httpd (event MPM), nginx and a bare node:http server, all
-// on the same generated site and (for Apache and plume) the same httpd.conf.
+// `npm run bench`: throughput, tail latency and memory of plume against
+// Apache httpd (event MPM), nginx and a bare node:http server, all on the
+// same generated site and (for Apache and plume) the same httpd.conf, over
+// the scenarios of bench/site.ts (static files, 404, Basic auth, .htaccess,
+// a connection per request).
 //
 // See docs/benchmarks.md for what is measured and how to read it.
 // Node built-ins only; every process started here is stopped by its pid.
@@ -12,6 +14,23 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  ALL_SCENARIOS,
+  ALL_SERVERS,
+  HTACCESS_HEADERS,
+  REFERENCES,
+  SCENARIOS,
+  SUBJECTS,
+  expectedBodies,
+  httpdConf,
+  makeSite,
+  nginxConf,
+  runsScenario,
+  type Scenario,
+  type ScenarioName,
+  type ServerName,
+  type Site,
+} from './site.js';
 
 // ---------------------------------------------------------------- paths
 
@@ -21,34 +40,10 @@ const BARE_NODE_JS = path.join(HERE, 'bare-node.js');
 const DEFAULT_PLUME_BIN = path.join(REPO, 'bin', 'plume');
 const RESULTS_DIR = path.join(REPO, 'bench', 'results');
 const APACHE_BIN = '/usr/sbin/apache2';
-const APACHE_MODULES = '/usr/lib/apache2/modules';
 const NGINX_BIN = '/usr/sbin/nginx';
 const WRK_BIN = 'wrk';
 
 // ---------------------------------------------------------------- options
-
-type ServerName = 'apache' | 'plume' | 'bare' | 'nginx';
-type ScenarioName = '1k' | '100k';
-
-const ALL_SERVERS: readonly ServerName[] = ['apache', 'plume', 'nginx', 'bare'];
-const SERVER_LABEL: Record<ServerName, string> = {
-  apache: 'Apache (event)',
-  plume: 'plume (-X)',
-  nginx: 'nginx',
-  bare: 'bare Node',
-};
-
-interface Scenario {
-  name: ScenarioName;
-  file: string;
-  size: number;
-  contentType: string;
-}
-
-const SCENARIOS: Record<ScenarioName, Scenario> = {
-  '1k': { name: '1k', file: '1k.html', size: 1024, contentType: 'text/html' },
-  '100k': { name: '100k', file: '100k.bin', size: 102400, contentType: 'application/octet-stream' },
-};
 
 interface Options {
   servers: ServerName[];
@@ -60,14 +55,33 @@ interface Options {
   runs: number;
   wrkCpus: string | null;
   serverCpus: string | null;
+  /** worker processes of the plume-workers column */
+  plumeWorkers: number;
   keep: boolean;
   out: string;
   plumeBin: string;
 }
 
+function serverLabel(name: ServerName, opts: Options): string {
+  switch (name) {
+    case 'apache':
+      return 'Apache (event)';
+    case 'plume':
+      return 'plume (-X)';
+    case 'plume-workers':
+      return `plume (${opts.plumeWorkers} worker${opts.plumeWorkers === 1 ? '' : 's'})`;
+    case 'nginx':
+      return 'nginx';
+    case 'bare':
+      return 'bare Node';
+  }
+}
+
 const USAGE = `usage: npm run bench -- [options]
-  --servers LIST       apache,plume,nginx,bare (default: all; nginx only if installed)
-  --scenarios LIST     1k,100k (default: both)
+  --servers LIST       apache,plume,plume-workers,nginx,bare
+                       (default: all; nginx only if installed; plume-workers is
+                       skipped with a message while plume has no worker mode)
+  --scenarios LIST     1k,100k,404,auth,htaccess3,conn-per-request (default: all)
   --connections LIST   wrk connection counts, e.g. 50,500 (default: 50)
   --duration S         seconds per timed run (default: 10)
   --warmup S           seconds of untimed wrk warm-up before each run (default: 2)
@@ -78,6 +92,8 @@ const USAGE = `usage: npm run bench -- [options]
   --no-pin             no CPU pinning at all
   --wrk-cpus LIST      taskset CPU list for wrk (e.g. 1)
   --server-cpus LIST   taskset CPU list for the servers (e.g. 0)
+  --plume-workers N    worker processes of the plume-workers column
+                       (default: the number of CPUs the servers may use)
   --keep               keep the temporary site, configs and logs
   --plume-bin FILE     plume entry point run with node (default: <repo>/bin/plume)
   --out FILE           JSON output (default: bench/results/latest.json)
@@ -86,6 +102,17 @@ const USAGE = `usage: npm run bench -- [options]
 function cpuCount(): number {
   // All online CPUs, not this process's affinity (the runner pins itself to wrk's CPU).
   return Math.max(1, os.cpus().length);
+}
+
+/** The number of CPUs in a taskset list such as "0", "0-2" or "0,2-3". */
+function cpuListSize(list: string): number {
+  let n = 0;
+  for (const part of parseList(list)) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
+    if (m === null) return 0;
+    n += m[2] === undefined ? 1 : Math.max(0, Number(m[2]) - Number(m[1]) + 1);
+  }
+  return n;
 }
 
 function parseList(v: string): string[] {
@@ -109,7 +136,7 @@ function positiveNumber(flag: string, v: string | undefined): number {
 function parseOptions(argv: string[]): Options {
   const o: Options = {
     servers: ALL_SERVERS.filter((s) => s !== 'nginx' || fs.existsSync(NGINX_BIN)),
-    scenarios: ['1k', '100k'],
+    scenarios: [...ALL_SCENARIOS],
     connections: [50],
     durationS: 10,
     warmupS: 2,
@@ -117,6 +144,7 @@ function parseOptions(argv: string[]): Options {
     runs: 1,
     wrkCpus: null,
     serverCpus: null,
+    plumeWorkers: 0,
     keep: false,
     out: path.join(RESULTS_DIR, 'latest.json'),
     plumeBin: DEFAULT_PLUME_BIN,
@@ -142,7 +170,7 @@ function parseOptions(argv: string[]): Options {
       }
       case '--scenarios': {
         const list = parseList(takeValue());
-        for (const s of list) if (!(s in SCENARIOS)) die(`unknown scenario ${s}`);
+        for (const s of list) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) die(`unknown scenario ${s}`);
         o.scenarios = list as ScenarioName[];
         break;
       }
@@ -176,6 +204,9 @@ function parseOptions(argv: string[]): Options {
       case '--server-cpus':
         o.serverCpus = takeValue();
         break;
+      case '--plume-workers':
+        o.plumeWorkers = Math.round(positiveNumber('--plume-workers', takeValue()));
+        break;
       case '--keep':
         o.keep = true;
         break;
@@ -205,6 +236,7 @@ function parseOptions(argv: string[]): Options {
     o.wrkCpus = null;
     o.serverCpus = null;
   }
+  if (o.plumeWorkers === 0) o.plumeWorkers = o.serverCpus === null ? n : Math.max(1, cpuListSize(o.serverCpus));
   return o;
 }
 
@@ -528,146 +560,6 @@ class Sampler {
   }
 }
 
-// ---------------------------------------------------------------- site and configs
-
-function fixedBytes(size: number): Buffer {
-  const b = Buffer.alloc(size);
-  let x = 0x2545f491; // xorshift32, fixed seed: same bytes on every run
-  for (let i = 0; i < size; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    b[i] = x & 0xff;
-  }
-  return b;
-}
-
-function fixedHtml(size: number): Buffer {
-  const head = '<!DOCTYPE html>\n<html><head><title>plume bench</title></head><body>\n<p>';
-  const tail = '</p>\n</body></html>\n';
-  const filler = 'The quick brown fox jumps over the lazy dog. ';
-  let middle = '';
-  while (head.length + middle.length + tail.length < size) middle += filler;
-  middle = middle.slice(0, size - head.length - tail.length);
-  const b = Buffer.from(head + middle + tail, 'latin1');
-  if (b.length !== size) throw new Error('internal: html size');
-  return b;
-}
-
-interface Site {
-  root: string;
-  htdocs: string;
-  mimeTypes: string;
-}
-
-function makeSite(): Site {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-bench-'));
-  fs.chmodSync(root, 0o755); // servers dropping to nobody must read htdocs
-  const htdocs = path.join(root, 'htdocs');
-  fs.mkdirSync(htdocs, { mode: 0o755 });
-  fs.writeFileSync(path.join(htdocs, '1k.html'), fixedHtml(1024), { mode: 0o644 });
-  fs.writeFileSync(path.join(htdocs, '100k.bin'), fixedBytes(102400), { mode: 0o644 });
-  fs.writeFileSync(path.join(htdocs, 'index.html'), '<!DOCTYPE html>\n<p>plume bench</p>\n', { mode: 0o644 });
-  const mimeTypes = path.join(root, 'mime.types');
-  fs.writeFileSync(mimeTypes, 'text/html\t\t\t\thtml htm\napplication/octet-stream\t\tbin\n', { mode: 0o644 });
-  return { root, htdocs, mimeTypes };
-}
-
-function runAsUser(): { user: string; group: string } | null {
-  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return null;
-  let group = 'nogroup';
-  try {
-    if (!/^nogroup:/m.test(fs.readFileSync('/etc/group', 'utf8'))) group = 'nobody';
-  } catch {
-    /* keep nogroup */
-  }
-  return { user: 'nobody', group };
-}
-
-/**
- * The httpd.conf shared by Apache and plume. Only the Listen port differs
- * between the two copies; every other path is either absolute or relative to
- * the ServerRoot given with -d (each server has its own, with its own logs/).
- */
-function httpdConf(site: Site, port: number): string {
-  const who = runAsUser();
-  const m = APACHE_MODULES;
-  return `# Generated by bench/run.ts: a minimal but real Apache 2.4 configuration.
-# Run with: apache2 -d <server root> -f <this file> -D FOREGROUND
-#       or: node bin/plume -X -d <server root> -f <this file>
-<IfModule !unixd_module>
-    LoadModule unixd_module ${m}/mod_unixd.so
-</IfModule>
-LoadModule mpm_event_module ${m}/mod_mpm_event.so
-LoadModule authz_core_module ${m}/mod_authz_core.so
-LoadModule mime_module ${m}/mod_mime.so
-LoadModule dir_module ${m}/mod_dir.so
-
-ServerName 127.0.0.1
-Listen 127.0.0.1:${port}
-${who === null ? '# (not root: no User/Group)' : `User ${who.user}\nGroup ${who.group}`}
-PidFile logs/httpd.pid
-ErrorLog logs/error_log
-LogLevel warn
-LogFormat "%h %l %u %t \\"%r\\" %>s %b" common
-CustomLog logs/access_log common
-
-KeepAlive On
-MaxKeepAliveRequests 10000
-KeepAliveTimeout 5
-Timeout 60
-
-TypesConfig ${site.mimeTypes}
-DocumentRoot "${site.htdocs}"
-<Directory />
-    AllowOverride None
-    Require all denied
-</Directory>
-<Directory "${site.htdocs}">
-    Options None
-    AllowOverride None
-    Require all granted
-</Directory>
-DirectoryIndex index.html
-`;
-}
-
-function nginxConf(site: Site, dir: string, port: number): string {
-  const who = runAsUser();
-  return `# Generated by bench/run.ts: nginx serving the same htdocs as Apache.
-${who === null ? '' : `user ${who.user} ${who.group};\n`}worker_processes auto;
-daemon off;
-master_process on;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log warn;
-events {
-    worker_connections 4096;
-}
-http {
-    types {
-        text/html html htm;
-        application/octet-stream bin;
-    }
-    default_type application/octet-stream;
-    sendfile on;
-    tcp_nopush on;
-    log_format common '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent';
-    access_log ${dir}/logs/access.log common;
-    keepalive_timeout 5;
-    keepalive_requests 10000;
-    client_body_temp_path ${dir}/tmp/body;
-    proxy_temp_path ${dir}/tmp/proxy;
-    fastcgi_temp_path ${dir}/tmp/fastcgi;
-    server {
-        listen 127.0.0.1:${port};
-        server_name 127.0.0.1;
-        root ${site.htdocs};
-        index index.html;
-    }
-}
-`;
-}
-
 // ---------------------------------------------------------------- servers
 
 interface Started {
@@ -741,13 +633,17 @@ async function startServer(name: ServerName, site: Site, opts: Options): Promise
   let started: Started;
   switch (name) {
     case 'apache':
-    case 'plume': {
+    case 'plume':
+    case 'plume-workers': {
       const conf = path.join(dir, 'httpd.conf');
       fs.writeFileSync(conf, httpdConf(site, port));
-      started =
+      const args =
         name === 'apache'
-          ? spawnServer(APACHE_BIN, ['-d', dir, '-f', conf, '-D', 'FOREGROUND'], opts.serverCpus, dir)
-          : spawnServer(process.execPath, [opts.plumeBin, '-X', '-d', dir, '-f', conf], opts.serverCpus, dir);
+          ? ['-d', dir, '-f', conf, '-D', 'FOREGROUND']
+          : name === 'plume'
+            ? [opts.plumeBin, '-X', '-d', dir, '-f', conf]
+            : [opts.plumeBin, '-d', dir, '-f', conf, '-D', 'FOREGROUND', ...workerDirectives(opts.plumeWorkers)];
+      started = spawnServer(name === 'apache' ? APACHE_BIN : process.execPath, args, opts.serverCpus, dir);
       started.logFiles.push(path.join(dir, 'logs', 'error_log'));
       break;
     }
@@ -790,17 +686,63 @@ async function startServer(name: ServerName, site: Site, opts: Options): Promise
   return { started, port };
 }
 
+/**
+ * The plume-workers column: plume started as Apache is (no -X, -D FOREGROUND)
+ * with as many worker processes as asked for, set with the event MPM's
+ * StartServers (and ServerLimit above its default of 16) after the shared
+ * httpd.conf. This is the seam for issue 5's worker mode: until plume forks
+ * workers, probeWorkerMode() finds a single process and the column is skipped.
+ */
+function workerDirectives(n: number): string[] {
+  const out = ['-c', `StartServers ${n}`];
+  if (n > 16) out.push('-c', `ServerLimit ${n}`);
+  return out;
+}
+
+/**
+ * Starts the plume-workers server once, sends it a request, and counts the
+ * processes under it. Returns null when plume runs worker processes, else why
+ * the column is skipped. Nothing is measured here.
+ */
+async function probeWorkerMode(site: Site, opts: Options): Promise<string | null> {
+  let started: Started;
+  let port: number;
+  try {
+    ({ started, port } = await startServer('plume-workers', site, opts));
+  } catch (e) {
+    if (e instanceof Aborted) throw e;
+    return `failed to start: ${e instanceof Error ? e.message : String(e)}`;
+  }
+  try {
+    await httpGet(port, SCENARIOS['1k'].urlPath, {});
+    await sleep(500);
+    const pid = started.child.pid as number;
+    // No piped logs in the shared httpd.conf: any child process is a worker.
+    if (descendantPids(pid).size === 0)
+      return (
+        'skipped: plume has no worker mode yet (issue 5): started without -X ' +
+        `(-D FOREGROUND -c "StartServers ${opts.plumeWorkers}") it serves from a single process`
+      );
+    return null;
+  } catch (e) {
+    return `failed verification: ${e instanceof Error ? e.message : String(e)}`;
+  } finally {
+    await stopChild(started.child);
+  }
+}
+
 interface Verified {
   status: number;
   contentType: string;
   contentLength: string;
   bodyLength: number;
   server: string;
+  headers: http.IncomingHttpHeaders;
 }
 
-function httpGet(port: number, urlPath: string): Promise<Verified> {
+function httpGet(port: number, urlPath: string, headers: Record<string, string>): Promise<Verified> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path: urlPath, agent: false, timeout: 5000 }, (res) => {
+    const req = http.get({ host: '127.0.0.1', port, path: urlPath, headers, agent: false, timeout: 5000 }, (res) => {
       let n = 0;
       let bodyOk = true;
       res.on('data', (d: Buffer) => {
@@ -817,6 +759,7 @@ function httpGet(port: number, urlPath: string): Promise<Verified> {
           contentLength: String(res.headers['content-length'] ?? ''),
           bodyLength: n,
           server: String(res.headers['server'] ?? ''),
+          headers: res.headers,
         });
       });
     });
@@ -825,14 +768,51 @@ function httpGet(port: number, urlPath: string): Promise<Verified> {
   });
 }
 
-async function verify(port: number, sc: Scenario, expected: Buffer): Promise<Verified> {
-  const v = await httpGet(port, '/' + sc.file);
+const isPlume = (name: ServerName): boolean => name === 'plume' || name === 'plume-workers';
+
+/**
+ * One request (with the scenario's headers) before timing: the status, the
+ * body length and Content-Length, the Content-Type; for bodies without a fixed
+ * file (404) plume must send as many bytes as Apache did. Scenario checks:
+ * auth answers 401 with a Basic challenge without credentials; under
+ * htaccess3 Apache and plume send the header of every level's .htaccess;
+ * conn-per-request answers Connection: close.
+ */
+async function verify(
+  port: number,
+  sc: Scenario,
+  name: ServerName,
+  expected: Buffer | undefined,
+  apache: Verified | undefined,
+): Promise<Verified> {
+  const v = await httpGet(port, sc.urlPath, sc.headers);
   const problems: string[] = [];
-  if (v.status !== 200) problems.push(`status ${v.status}`);
-  if (v.bodyLength !== expected.length) problems.push(`body ${v.bodyLength} bytes, expected ${expected.length}`);
-  if (v.contentLength !== String(expected.length)) problems.push(`Content-Length "${v.contentLength}"`);
-  if (!v.contentType.startsWith(sc.contentType)) problems.push(`Content-Type "${v.contentType}"`);
-  if (problems.length > 0) throw new Error(`GET /${sc.file}: ${problems.join(', ')}`);
+  if (v.status !== sc.status) problems.push(`status ${v.status}, expected ${sc.status}`);
+  if (expected !== undefined) {
+    if (v.bodyLength !== expected.length) problems.push(`body ${v.bodyLength} bytes, expected ${expected.length}`);
+    if (v.contentLength !== String(expected.length)) problems.push(`Content-Length "${v.contentLength}"`);
+  } else {
+    if (v.contentLength !== '' && v.contentLength !== String(v.bodyLength))
+      problems.push(`Content-Length "${v.contentLength}" for a body of ${v.bodyLength} bytes`);
+    if (isPlume(name) && apache !== undefined && apache.status === v.status) {
+      if (v.bodyLength !== apache.bodyLength) problems.push(`body ${v.bodyLength} bytes, Apache sent ${apache.bodyLength}`);
+      if (v.contentType !== apache.contentType) problems.push(`Content-Type "${v.contentType}", Apache sent "${apache.contentType}"`);
+    }
+  }
+  if (sc.contentType !== null && !v.contentType.startsWith(sc.contentType)) problems.push(`Content-Type "${v.contentType}"`);
+  if (sc.headers['Connection'] === 'close' && String(v.headers['connection'] ?? '').toLowerCase() !== 'close')
+    problems.push(`Connection "${String(v.headers['connection'] ?? '')}", expected close`);
+  if (sc.name === 'htaccess3' && (name === 'apache' || isPlume(name))) {
+    const missing = HTACCESS_HEADERS.filter((h) => v.headers[h] === undefined);
+    if (missing.length > 0) problems.push(`no ${missing.join(', ')} header: not every .htaccess was applied`);
+  }
+  if (sc.name === 'auth') {
+    const anon = await httpGet(port, sc.urlPath, {});
+    const challenge = String(anon.headers['www-authenticate'] ?? '');
+    if (anon.status !== 401) problems.push(`without credentials: status ${anon.status}, expected 401`);
+    else if (!challenge.startsWith('Basic realm=')) problems.push(`without credentials: WWW-Authenticate "${challenge}"`);
+  }
+  if (problems.length > 0) throw new Error(`GET ${sc.urlPath}: ${problems.join(', ')}`);
   return v;
 }
 
@@ -892,8 +872,16 @@ export function parseWrk(raw: string): WrkResult {
 
 let currentWrk: ChildProcess | null = null;
 
-function runWrk(opts: Options, connections: number, seconds: number, url: string): Promise<WrkResult> {
-  const args = [`-t${Math.min(opts.threads, connections)}`, `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '--latency', url];
+function runWrk(
+  opts: Options,
+  connections: number,
+  seconds: number,
+  url: string,
+  headers: Record<string, string>,
+): Promise<WrkResult> {
+  const args = [`-t${Math.min(opts.threads, connections)}`, `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '--latency'];
+  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
+  args.push(url);
   const [c, a] = withCpus(opts.wrkCpus, WRK_BIN, args);
   return new Promise((resolve, reject) => {
     const child = track(spawn(c, a, { stdio: ['ignore', 'pipe', 'pipe'] }));
@@ -1019,6 +1007,13 @@ interface Row {
   requests?: number | null;
   socketErrors?: WrkResult['socketErrors'];
   non2xx3xx?: number;
+  /** responses whose status class differs from the scenario's (from wrk's non-2xx/3xx count) */
+  unexpectedResponses?: number;
+  /** status and body length of the check before timing */
+  status?: number;
+  bodyBytes?: number;
+  /** set when this server does not do what the scenario measures (nginx under htaccess3) */
+  notEquivalent?: string;
   peakRssMB?: number;
   peakPssMB?: number;
   processes?: number;
@@ -1041,10 +1036,15 @@ interface Row {
 interface Ratio {
   scenario: ScenarioName;
   connections: number;
+  /** plume or plume-workers */
+  subject: ServerName;
   versus: ServerName;
   throughput: number | null;
+  p50: number | null;
   p99: number | null;
   rss: number | null;
+  /** the other server does not do what the scenario measures */
+  notEquivalent?: string;
   /** one of the two rows had other processes using > NOISY_PCT % of a core */
   noisy: boolean;
 }
@@ -1072,34 +1072,51 @@ function table(header: string[], rows: string[][], rightAlign: boolean[]): strin
   return [line(header), w.map((n) => '-'.repeat(n)).join('  ').trimEnd(), ...rows.map(line)].join('\n');
 }
 
+/** Errors of a row: wrk's socket errors plus responses of the wrong status class. */
+function errorCount(r: Row): number {
+  const se = r.socketErrors;
+  return (se === null || se === undefined ? 0 : se.connect + se.read + se.write + se.timeout) + (r.unexpectedResponses ?? 0);
+}
+
+/** plume's (and plume-workers') figures divided by each reference server's, per case. */
 function ratios(rows: Row[], opts: Options): Ratio[] {
   const out: Ratio[] = [];
   const get = (s: ScenarioName, c: number, srv: ServerName): Row | undefined =>
     rows.find((r) => r.scenario === s && r.connections === c && r.server === srv && r.ok);
+  const has = (srv: ServerName): boolean => rows.some((r) => r.server === srv);
+  const div = (a: number | null | undefined, b: number | null | undefined): number | null =>
+    a === null || a === undefined || b === null || b === undefined || b === 0 ? null : a / b;
   for (const s of opts.scenarios)
     for (const c of opts.connections)
-      for (const vs of ['apache', 'bare', 'nginx'] as const) {
-        if (!opts.servers.includes(vs) || !opts.servers.includes('plume')) continue;
-        const p = get(s, c, 'plume');
-        const o = get(s, c, vs);
-        const div = (a: number | null | undefined, b: number | null | undefined): number | null =>
-          a === null || a === undefined || b === null || b === undefined || b === 0 ? null : a / b;
-        out.push({
-          scenario: s,
-          connections: c,
-          versus: vs,
-          throughput: div(p?.requestsPerSec, o?.requestsPerSec),
-          p99: div(p?.p99Ms, o?.p99Ms),
-          rss: div(p?.peakRssMB, o?.peakRssMB),
-          noisy: (p?.otherCpuPct ?? 0) > NOISY_PCT || (o?.otherCpuPct ?? 0) > NOISY_PCT,
-        });
-      }
+      for (const subject of SUBJECTS)
+        for (const vs of REFERENCES) {
+          const sc = SCENARIOS[s];
+          if (!has(subject) || !has(vs) || !runsScenario(sc, vs) || !runsScenario(sc, subject)) continue;
+          const p = get(s, c, subject);
+          const o = get(s, c, vs);
+          const ratio: Ratio = {
+            scenario: s,
+            connections: c,
+            subject,
+            versus: vs,
+            throughput: div(p?.requestsPerSec, o?.requestsPerSec),
+            p50: div(p?.p50Ms, o?.p50Ms),
+            p99: div(p?.p99Ms, o?.p99Ms),
+            rss: div(p?.peakRssMB, o?.peakRssMB),
+            noisy: (p?.otherCpuPct ?? 0) > NOISY_PCT || (o?.otherCpuPct ?? 0) > NOISY_PCT,
+          };
+          const ne = sc.notEquivalent[vs];
+          if (ne !== undefined) ratio.notEquivalent = ne;
+          out.push(ratio);
+        }
   return out;
 }
 
-function report(opts: Options, rows: Row[], failures: Record<string, string>): string {
+function report(opts: Options, rows: Row[], failures: Record<string, string>, skipped: Record<string, string>): string {
   const lines: string[] = [];
   const order = (srv: ServerName): number => opts.servers.indexOf(srv);
+  const label = (srv: ServerName, notEquivalent: string | undefined): string =>
+    serverLabel(srv, opts) + (notEquivalent === undefined ? '' : ' *');
   const sorted = [...rows].sort(
     (a, b) =>
       opts.scenarios.indexOf(a.scenario) - opts.scenarios.indexOf(b.scenario) ||
@@ -1111,13 +1128,11 @@ function report(opts: Options, rows: Row[], failures: Record<string, string>): s
       ['scenario', 'conns', 'server', 'req/s', 'p50', 'p99', 'peak RSS', '(PSS)', 'procs', 'CPU srv', 'CPU wrk', 'others', 'errors'],
       sorted.map((r) => {
         if (!r.ok)
-          return [r.scenario, String(r.connections), SERVER_LABEL[r.server], '-', '-', '-', '-', '', '', '', '', '', 'FAILED'];
-        const se = r.socketErrors;
-        const nErr = (se === null || se === undefined ? 0 : se.connect + se.read + se.write + se.timeout) + (r.non2xx3xx ?? 0);
+          return [r.scenario, String(r.connections), label(r.server, r.notEquivalent), '-', '-', '-', '-', '', '', '', '', '', 'FAILED'];
         return [
           r.scenario,
           String(r.connections),
-          SERVER_LABEL[r.server],
+          label(r.server, r.notEquivalent),
           (r.requestsPerSec ?? 0).toFixed(0),
           fmtMs(r.p50Ms),
           fmtMs(r.p99Ms),
@@ -1127,38 +1142,52 @@ function report(opts: Options, rows: Row[], failures: Record<string, string>): s
           `${r.serverCpuPct ?? 0}%`,
           `${r.wrkCpuPct ?? 0}%`,
           `${r.otherCpuPct ?? 0}%${(r.otherCpuPct ?? 0) > NOISY_PCT ? '!' : ''}`,
-          nErr === 0 ? '0' : String(nErr),
+          String(errorCount(r)),
         ];
       }),
       [false, true, false, true, true, true, true, true, true, true, true, true, true],
     ),
   );
+  const notes = new Set<string>();
+  for (const r of rows)
+    if (r.notEquivalent !== undefined)
+      notes.add(`*: not equivalent: ${serverLabel(r.server, opts)} serves the ${r.scenario} file with ${r.notEquivalent}`);
+  lines.push(...[...notes].map((n) => `   ${n}`));
   const rs = ratios(rows, opts);
   if (rs.length > 0) {
-    lines.push('', 'plume relative to the others (req/s: higher is better; p99 and RSS: lower is better)');
+    lines.push('', 'plume relative to the others (req/s: higher is better; p50, p99 and RSS: lower is better)');
     lines.push(
       table(
-        ['scenario', 'conns', 'plume vs', 'req/s', 'p99', 'peak RSS', ''],
+        ['scenario', 'conns', 'plume', 'vs', 'req/s', 'p50', 'p99', 'peak RSS', ''],
         rs.map((r) => [
           r.scenario,
           String(r.connections),
-          SERVER_LABEL[r.versus],
+          serverLabel(r.subject, opts),
+          label(r.versus, r.notEquivalent),
           fmtRatio(r.throughput),
+          fmtRatio(r.p50),
           fmtRatio(r.p99),
           fmtRatio(r.rss),
-          r.noisy ? 'noisy!' : '',
+          [r.noisy ? 'noisy!' : '', r.notEquivalent === undefined ? '' : `not equivalent (${r.notEquivalent})`]
+            .filter((x) => x !== '')
+            .join(', '),
         ]),
-        [false, true, false, true, true, true, false],
+        [false, true, false, false, true, true, true, true, false],
       ),
     );
   }
   if (rows.some((r) => (r.otherCpuPct ?? 0) > NOISY_PCT)) {
     lines.push('', `!: other processes used more than ${NOISY_PCT}% of a core during that run; rerun on a quiet machine.`);
   }
+  const skips = Object.entries(skipped);
+  if (skips.length > 0) {
+    lines.push('');
+    for (const [k, v] of skips) lines.push(`${k}: ${v}`);
+  }
   const failed = Object.entries(failures);
   if (failed.length > 0) {
     lines.push('');
-    for (const [k, v] of failed) lines.push(`${k}: ${v.replace(/\n/g, "\n    ")}`);
+    for (const [k, v] of failed) lines.push(`${k}: ${v.replace(/\n/g, '\n    ')}`);
   }
   return lines.join('\n');
 }
@@ -1237,48 +1266,80 @@ async function main(): Promise<void> {
   if (idleCheck.busyPct > NOISY_PCT)
     write(`warning: the machine is not idle (${idleCheck.top}); figures will be noisy. Rerun when it is quiet.`);
 
-  site = makeSite();
-  const expected: Record<ScenarioName, Buffer> = {
-    '1k': fs.readFileSync(path.join(site.htdocs, '1k.html')),
-    '100k': fs.readFileSync(path.join(site.htdocs, '100k.bin')),
-  };
+  site = makeSite(opts.plumeBin, opts.scenarios.includes('auth'));
+  write('scenarios:');
+  for (const s of opts.scenarios) {
+    const sc = SCENARIOS[s];
+    const h = Object.entries(sc.headers).map(([k, v]) => ` -H '${k}: ${v}'`).join('');
+    write(`  ${s.padEnd(16)} GET ${sc.urlPath}${h} -> ${sc.status}: ${sc.description}`);
+  }
+  if (opts.scenarios.includes('auth')) write(`  (auth password file ${site.htpasswdNote})`);
+  const expected = expectedBodies(site);
   const rows: Row[] = [];
   const failures: Record<string, string> = {};
+  const skipped: Record<string, string> = {};
+  /** Apache's answer to each scenario's check, for comparing plume's 404 page with */
+  const apacheAnswers = new Map<ScenarioName, Verified>();
+
+  const servers: ServerName[] = [];
+  for (const name of opts.servers) {
+    const bin = name === 'apache' ? APACHE_BIN : name === 'nginx' ? NGINX_BIN : null;
+    if (bin !== null && !fs.existsSync(bin)) {
+      skipped[serverLabel(name, opts)] = `not installed (${bin})`;
+      continue;
+    }
+    if (name === 'plume-workers') {
+      const why = await probeWorkerMode(site, opts);
+      if (shuttingDown) return;
+      if (why !== null) {
+        skipped[serverLabel(name, opts)] = why;
+        write(`${serverLabel(name, opts)}: ${why.replace(/\n/g, '\n  ')}`);
+        continue;
+      }
+    }
+    servers.push(name);
+  }
+  const casesOf = (name: ServerName): { sc: Scenario; conns: number }[] =>
+    opts.scenarios
+      .map((s) => SCENARIOS[s])
+      .filter((sc) => runsScenario(sc, name))
+      .flatMap((sc) => opts.connections.map((c) => ({ sc, conns: c })));
   const perCase = 3 + opts.warmupS + opts.runs * (opts.durationS + 1);
-  const budgetS = opts.servers.length * opts.scenarios.length * opts.connections.length * perCase;
-  const limitS = Math.ceil(budgetS * 1.5 + 60 + 15 * opts.servers.length);
+  const budgetS = servers.reduce((n, name) => n + casesOf(name).length, 0) * perCase;
+  const limitS = Math.ceil(budgetS * 1.5 + 60 + 15 * servers.length);
   write(`estimated time: about ${Math.ceil(budgetS / 10) * 10} s (hard limit ${limitS} s)\n`);
   const hardDeadline = Date.now() + limitS * 1000;
 
   // A fresh server for every case (scenario x connections), so that memory and
   // process counts of one case do not carry over from the one before.
-  for (const name of opts.servers) {
+  for (const name of servers) {
     if (shuttingDown) break;
-    const cases = opts.scenarios.flatMap((s) => opts.connections.map((c) => ({ sc: SCENARIOS[s], conns: c })));
+    const cases = casesOf(name);
     const failCase = (sc: ScenarioName, conns: number, msg: string): void => {
-      if (!rows.some((r) => r.server === name && r.scenario === sc && r.connections === conns))
-        rows.push({ scenario: sc, connections: conns, server: name, ok: false, error: msg });
+      if (!rows.some((r) => r.server === name && r.scenario === sc && r.connections === conns)) {
+        const row: Row = { scenario: sc, connections: conns, server: name, ok: false, error: msg };
+        const ne = SCENARIOS[sc].notEquivalent[name];
+        if (ne !== undefined) row.notEquivalent = ne;
+        rows.push(row);
+      }
     };
     const failRest = (msg: string): void => {
       for (const c of cases) failCase(c.sc.name, c.conns, msg);
     };
-    if (name === 'apache' && !fs.existsSync(APACHE_BIN)) {
-      failures[name] = `not installed (${APACHE_BIN})`;
-      failRest(failures[name]);
-      continue;
-    }
-    if (name === 'nginx' && !fs.existsSync(NGINX_BIN)) {
-      failures[name] = `not installed (${NGINX_BIN})`;
-      failRest(failures[name]);
-      continue;
-    }
-    write(`== ${SERVER_LABEL[name]}`);
+    write(`== ${serverLabel(name, opts)}`);
     for (const { sc, conns } of cases) {
       if (shuttingDown) break;
-      const label = `${sc.name.padEnd(4)} c=${String(conns).padEnd(4)}`;
+      const label = `${sc.name.padEnd(16)} c=${String(conns).padEnd(4)}`;
+      const key = `${serverLabel(name, opts)} ${sc.name} c=${conns}`;
       if (Date.now() > hardDeadline) {
-        failures[`${name} ${sc.name} c=${conns}`] = 'skipped: benchmark time limit reached';
-        failCase(sc.name, conns, 'skipped: benchmark time limit reached');
+        failures[key] = 'skipped: benchmark time limit reached';
+        failCase(sc.name, conns, failures[key]);
+        continue;
+      }
+      if (sc.name === 'auth' && site.htpasswd === null) {
+        failures[key] = site.htpasswdNote;
+        write(`   ${label} ${site.htpasswdNote}`);
+        failCase(sc.name, conns, site.htpasswdNote);
         continue;
       }
       let started: Started;
@@ -1288,9 +1349,9 @@ async function main(): Promise<void> {
       } catch (e) {
         if (e instanceof Aborted) break;
         const msg = `failed to start: ${e instanceof Error ? e.message : String(e)}`;
-        failures[name] = msg.length > 1500 ? msg.slice(0, 1500) + '...' : msg;
-        write(`   ${failures[name].replace(/\n/g, '\n     ')}`);
-        failRest(failures[name]); // it will not start for the next cases either
+        failures[serverLabel(name, opts)] = msg.length > 1500 ? msg.slice(0, 1500) + '...' : msg;
+        write(`   ${failures[serverLabel(name, opts)]?.replace(/\n/g, '\n     ')}`);
+        failRest(msg); // it will not start for the next cases either
         break;
       }
       currentServer = started.child;
@@ -1301,12 +1362,13 @@ async function main(): Promise<void> {
         checkAbort();
         let v: Verified;
         try {
-          v = await verify(port, sc, expected[sc.name]);
+          v = await verify(port, sc, name, expected.get(sc.name), apacheAnswers.get(sc.name));
         } catch (e) {
           throw new Error(`failed verification: ${e instanceof Error ? e.message : String(e)}`);
         }
-        const url = `http://127.0.0.1:${port}/${sc.file}`;
-        if (opts.warmupS > 0) await runWrk(opts, conns, opts.warmupS, url);
+        if (name === 'apache') apacheAnswers.set(sc.name, v);
+        const url = `http://127.0.0.1:${port}${sc.urlPath}`;
+        if (opts.warmupS > 0) await runWrk(opts, conns, opts.warmupS, url, sc.headers);
         const runs: { w: WrkResult; s: Sampler }[] = [];
         for (let i = 0; i < opts.runs; i++) {
           const sampler = new Sampler(pid, () => currentWrk?.pid);
@@ -1314,7 +1376,7 @@ async function main(): Promise<void> {
           let w: WrkResult;
           try {
             checkAbort();
-            w = await runWrk(opts, conns, opts.durationS, url);
+            w = await runWrk(opts, conns, opts.durationS, url, sc.headers);
           } finally {
             sampler.stop();
           }
@@ -1330,7 +1392,9 @@ async function main(): Promise<void> {
         const { w, s: sampler } = byRps[Math.floor((byRps.length - 1) / 2)] as { w: WrkResult; s: Sampler };
         const peakRssKB = Math.max(...runs.map((r) => r.s.peakRssKB));
         const peakPssKB = Math.max(...runs.map((r) => r.s.peakPssKB));
-        rows.push({
+        // wrk counts responses with a status >= 400: for an error scenario those are the expected ones.
+        const unexpected = sc.status < 400 ? w.non2xx3xx : Math.max(0, (w.requests ?? w.non2xx3xx) - w.non2xx3xx);
+        const row: Row = {
           scenario: sc.name,
           connections: conns,
           server: name,
@@ -1345,6 +1409,9 @@ async function main(): Promise<void> {
           requests: w.requests,
           socketErrors: w.socketErrors,
           non2xx3xx: w.non2xx3xx,
+          unexpectedResponses: unexpected,
+          status: v.status,
+          bodyBytes: v.bodyLength,
           peakRssMB: mb(peakRssKB),
           peakPssMB: mb(peakPssKB),
           processes: Math.max(...runs.map((r) => r.s.peakProcesses)),
@@ -1356,24 +1423,28 @@ async function main(): Promise<void> {
           idleRssMB: mb(idle.peakRssKB),
           responseServerHeader: v.server,
           wrkOutput: w.raw,
-        });
+        };
+        const ne = sc.notEquivalent[name];
+        if (ne !== undefined) row.notEquivalent = ne;
+        rows.push(row);
         const se = w.socketErrors;
         const nErr = se === null ? 0 : se.connect + se.read + se.write + se.timeout;
         write(
-          `   ${label} ${w.requestsPerSec.toFixed(0).padStart(7)} req/s  p99 ${fmtMs(w.p99Ms).padStart(8)}  ` +
-            `RSS idle ${mb(idle.peakRssKB)} MB, peak ${mb(peakRssKB)} MB  ` +
+          `   ${label} ${w.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${fmtMs(w.p50Ms).padStart(8)}  ` +
+            `p99 ${fmtMs(w.p99Ms).padStart(8)}  RSS idle ${mb(idle.peakRssKB)} MB, peak ${mb(peakRssKB)} MB  ` +
             `CPU: server ${sampler.serverCpuPct}%, wrk ${sampler.clientCpuPct}%, others ${sampler.otherCpuPct}%` +
-            (w.non2xx3xx > 0 ? `  NON-2xx: ${w.non2xx3xx}` : '') +
+            (unexpected > 0 ? `  UNEXPECTED STATUS: ${unexpected} (expected ${sc.status})` : '') +
             (nErr > 0 && se !== null
               ? `  socket errors: connect ${se.connect} read ${se.read} write ${se.write} timeout ${se.timeout}`
-              : ''),
+              : '') +
+            (ne === undefined ? '' : `  (not equivalent: ${ne})`),
         );
         if (sampler.otherCpuPct > NOISY_PCT)
           write(`   warning: other processes used ${sampler.otherCpuPct}% of a core during this run; figures are unreliable`);
       } catch (e) {
         if (e instanceof Aborted || shuttingDown) break;
         const msg = e instanceof Error ? e.message : String(e);
-        failures[`${name} ${sc.name} c=${conns}`] = msg;
+        failures[key] = msg;
         write(`   ${label} ${msg.replace(/\n/g, '\n     ')}`);
         failCase(sc.name, conns, msg);
       } finally {
@@ -1385,7 +1456,7 @@ async function main(): Promise<void> {
 
   if (shuttingDown) return;
   write('');
-  write(report(opts, rows, failures));
+  write(report(opts, rows, failures, skipped));
 
   const json = {
     date: new Date().toISOString(),
@@ -1400,9 +1471,17 @@ async function main(): Promise<void> {
       runs: opts.runs,
       wrkCpus: opts.wrkCpus,
       serverCpus: opts.serverCpus,
+      plumeWorkers: opts.plumeWorkers,
     },
+    scenarios: Object.fromEntries(
+      opts.scenarios.map((s) => {
+        const sc = SCENARIOS[s];
+        return [s, { request: `GET ${sc.urlPath}`, headers: sc.headers, status: sc.status, description: sc.description }];
+      }),
+    ),
     results: rows,
     ratios: ratios(rows, opts),
+    skipped,
     failures,
     machineBusyBeforePct: idleCheck.busyPct,
   };

@@ -1,0 +1,379 @@
+// What `npm run bench` serves: the scenarios, the generated site (htdocs,
+// password file, .htaccess files) and the configurations of Apache/plume
+// (one shared httpd.conf) and nginx. bench/run.ts starts and measures.
+
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+export const APACHE_MODULES = '/usr/lib/apache2/modules';
+const APACHE_HTPASSWD = '/usr/bin/htpasswd';
+
+// ---------------------------------------------------------------- servers and scenarios
+
+export type ServerName = 'apache' | 'plume' | 'plume-workers' | 'nginx' | 'bare';
+export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'conn-per-request';
+
+export const ALL_SERVERS: readonly ServerName[] = ['apache', 'plume', 'plume-workers', 'nginx', 'bare'];
+
+/** The servers plume is compared with, in the order of the ratio table. */
+export const REFERENCES: readonly ServerName[] = ['apache', 'nginx', 'bare'];
+/** The plume columns ratios are given for. */
+export const SUBJECTS: readonly ServerName[] = ['plume', 'plume-workers'];
+
+/** The Basic-auth user of the `auth` scenario (password file made with `plume htpasswd -m`). */
+export const AUTH_USER = 'bench';
+export const AUTH_PASSWORD = 'plume-bench-pw';
+export const AUTH_REALM = 'plume bench';
+const AUTH_HEADER = `Basic ${Buffer.from(`${AUTH_USER}:${AUTH_PASSWORD}`).toString('base64')}`;
+
+/** Headers the .htaccess files of the `htaccess3` scenario add, one per level. */
+export const HTACCESS_HEADERS = ['x-bench-htaccess-1', 'x-bench-htaccess-2', 'x-bench-htaccess-3'];
+
+export interface Scenario {
+  name: ScenarioName;
+  /** the request path */
+  urlPath: string;
+  /** the status every response must have */
+  status: number;
+  /** the file under htdocs whose bytes are the expected body; null: no fixed body (404) */
+  file: string | null;
+  /** expected Content-Type prefix; null: not checked */
+  contentType: string | null;
+  /** request headers sent by wrk (-H) and by the check before timing */
+  headers: Record<string, string>;
+  /** servers that have no equivalent of this scenario: not run, no ratio */
+  skip: readonly ServerName[];
+  /** servers that serve the same bytes without the feature measured: run, flagged in the tables */
+  notEquivalent: Partial<Record<ServerName, string>>;
+  /** one line for the start of the run */
+  description: string;
+}
+
+export const SCENARIOS: Record<ScenarioName, Scenario> = {
+  '1k': {
+    name: '1k',
+    urlPath: '/1k.html',
+    status: 200,
+    file: '1k.html',
+    contentType: 'text/html',
+    headers: {},
+    skip: [],
+    notEquivalent: {},
+    description: '1 KB static file, keep-alive',
+  },
+  '100k': {
+    name: '100k',
+    urlPath: '/100k.bin',
+    status: 200,
+    file: '100k.bin',
+    contentType: 'application/octet-stream',
+    headers: {},
+    skip: [],
+    notEquivalent: {},
+    description: '100 KB static file, keep-alive',
+  },
+  '404': {
+    name: '404',
+    urlPath: '/missing.html',
+    status: 404,
+    file: null,
+    contentType: null,
+    headers: {},
+    skip: [],
+    notEquivalent: {},
+    description: 'a missing file (each server sends its own 404 page), keep-alive',
+  },
+  auth: {
+    name: 'auth',
+    urlPath: '/auth/1k.html',
+    status: 200,
+    file: 'auth/1k.html',
+    contentType: 'text/html',
+    headers: { Authorization: AUTH_HEADER },
+    skip: ['bare'],
+    notEquivalent: {},
+    description: '1 KB file under Basic auth, apr1 (MD5) htpasswd entry checked on every request, keep-alive',
+  },
+  htaccess3: {
+    name: 'htaccess3',
+    urlPath: '/d1/d2/d3/1k.html',
+    status: 200,
+    file: 'd1/d2/d3/1k.html',
+    contentType: 'text/html',
+    headers: {},
+    skip: [],
+    notEquivalent: { nginx: 'no .htaccess', bare: 'no .htaccess' },
+    description: '1 KB file three directories deep, AllowOverride All, a .htaccess at each level, keep-alive',
+  },
+  'conn-per-request': {
+    name: 'conn-per-request',
+    urlPath: '/1k.html',
+    status: 200,
+    file: '1k.html',
+    contentType: 'text/html',
+    headers: { Connection: 'close' },
+    skip: [],
+    notEquivalent: {},
+    description: "1 KB file, a new connection for every request ('Connection: close')",
+  },
+};
+
+/** In the order of the report (not Object.keys: '404' would sort first as an integer key). */
+export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'conn-per-request'];
+
+/** Whether `server` takes part in `sc`. */
+export function runsScenario(sc: Scenario, server: ServerName): boolean {
+  return !sc.skip.includes(server);
+}
+
+// ---------------------------------------------------------------- the site
+
+function fixedBytes(size: number): Buffer {
+  const b = Buffer.alloc(size);
+  let x = 0x2545f491; // xorshift32, fixed seed: same bytes on every run
+  for (let i = 0; i < size; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    b[i] = x & 0xff;
+  }
+  return b;
+}
+
+function fixedHtml(size: number): Buffer {
+  const head = '<!DOCTYPE html>\n<html><head><title>plume bench</title></head><body>\n<p>';
+  const tail = '</p>\n</body></html>\n';
+  const filler = 'The quick brown fox jumps over the lazy dog. ';
+  let middle = '';
+  while (head.length + middle.length + tail.length < size) middle += filler;
+  middle = middle.slice(0, size - head.length - tail.length);
+  const b = Buffer.from(head + middle + tail, 'latin1');
+  if (b.length !== size) throw new Error('internal: html size');
+  return b;
+}
+
+export interface Site {
+  root: string;
+  htdocs: string;
+  mimeTypes: string;
+  /** the password file of the `auth` scenario; null when it could not be made */
+  htpasswd: string | null;
+  /** how the password file was made, or why it could not be */
+  htpasswdNote: string;
+}
+
+/**
+ * The .htaccess of level `n` (1..3) under /d1: a header of its own (so the check
+ * before timing proves every level was read), one more harmless line, and
+ * Require all granted.
+ */
+function htaccess(n: number): string {
+  const extra = ['AddType text/html .html', 'DirectoryIndex index.html', 'AddDefaultCharset Off'][n - 1];
+  return `# level ${n} of the htaccess3 benchmark scenario\nHeader set X-Bench-Htaccess-${n} "${n}"\n${extra}\nRequire all granted\n`;
+}
+
+/**
+ * The apr1 entry for the auth scenario, made by the plume under test
+ * (`plume htpasswd -cbm`), or by Apache's htpasswd when that fails.
+ */
+function makeHtpasswd(file: string, plumeBin: string): string {
+  const tries: [string, string[], string][] = [
+    [process.execPath, [plumeBin, 'htpasswd', '-cbm', file, AUTH_USER, AUTH_PASSWORD], 'plume htpasswd -cbm'],
+    [APACHE_HTPASSWD, ['-cbm', file, AUTH_USER, AUTH_PASSWORD], 'Apache htpasswd -cbm'],
+  ];
+  const errors: string[] = [];
+  for (const [cmd, args, label] of tries) {
+    fs.rmSync(file, { force: true });
+    const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 30000 });
+    let text = '';
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch {
+      /* not written */
+    }
+    if (r.status === 0 && text.startsWith(`${AUTH_USER}:$apr1$`)) {
+      fs.chmodSync(file, 0o644); // read by servers running as nobody
+      return label;
+    }
+    errors.push(`${label}: exit ${r.status ?? r.error?.message ?? r.signal}, ${`${r.stderr ?? ''}`.trim() || 'no apr1 entry written'}`);
+  }
+  fs.rmSync(file, { force: true });
+  throw new Error(errors.join('; '));
+}
+
+export function makeSite(plumeBin: string, withAuth: boolean): Site {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-bench-'));
+  fs.chmodSync(root, 0o755); // servers dropping to nobody must read htdocs
+  const htdocs = path.join(root, 'htdocs');
+  const dir = (rel: string): string => {
+    const d = path.join(htdocs, rel);
+    fs.mkdirSync(d, { recursive: true, mode: 0o755 });
+    return d;
+  };
+  const file = (rel: string, data: string | Buffer): void => {
+    fs.writeFileSync(path.join(htdocs, rel), data, { mode: 0o644 });
+  };
+  dir('.');
+  const html = fixedHtml(1024);
+  file('1k.html', html);
+  file('100k.bin', fixedBytes(102400));
+  file('index.html', '<!DOCTYPE html>\n<p>plume bench</p>\n');
+  dir('auth');
+  file('auth/1k.html', html);
+  dir('d1/d2/d3');
+  file('d1/.htaccess', htaccess(1));
+  file('d1/d2/.htaccess', htaccess(2));
+  file('d1/d2/d3/.htaccess', htaccess(3));
+  file('d1/d2/d3/1k.html', html);
+  const mimeTypes = path.join(root, 'mime.types');
+  fs.writeFileSync(mimeTypes, 'text/html\t\t\t\thtml htm\napplication/octet-stream\t\tbin\n', { mode: 0o644 });
+  let htpasswd: string | null = null;
+  let htpasswdNote = 'not needed';
+  if (withAuth) {
+    const f = path.join(root, 'htpasswd');
+    try {
+      htpasswdNote = `made with ${makeHtpasswd(f, plumeBin)}`;
+      htpasswd = f;
+    } catch (e) {
+      htpasswdNote = `cannot make the password file: ${e instanceof Error ? e.message : String(e)}`;
+    }
+  }
+  return { root, htdocs, mimeTypes, htpasswd, htpasswdNote };
+}
+
+/** The expected body of each scenario that has one. */
+export function expectedBodies(site: Site): Map<ScenarioName, Buffer> {
+  const m = new Map<ScenarioName, Buffer>();
+  for (const sc of Object.values(SCENARIOS))
+    if (sc.file !== null) m.set(sc.name, fs.readFileSync(path.join(site.htdocs, sc.file)));
+  return m;
+}
+
+// ---------------------------------------------------------------- configurations
+
+export function runAsUser(): { user: string; group: string } | null {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return null;
+  let group = 'nogroup';
+  try {
+    if (!/^nogroup:/m.test(fs.readFileSync('/etc/group', 'utf8'))) group = 'nobody';
+  } catch {
+    /* keep nogroup */
+  }
+  return { user: 'nobody', group };
+}
+
+/**
+ * The httpd.conf shared by Apache and plume. Only the Listen port differs
+ * between the copies; every other path is either absolute or relative to
+ * the ServerRoot given with -d (each server has its own, with its own logs/).
+ * The modules of every scenario are loaded for all of them.
+ */
+export function httpdConf(site: Site, port: number): string {
+  const who = runAsUser();
+  const m = APACHE_MODULES;
+  const htpasswd = site.htpasswd ?? path.join(site.root, 'htpasswd');
+  return `# Generated by bench/run.ts: a minimal but real Apache 2.4 configuration.
+# Run with: apache2 -d <server root> -f <this file> -D FOREGROUND
+#       or: node bin/plume -X -d <server root> -f <this file>
+<IfModule !unixd_module>
+    LoadModule unixd_module ${m}/mod_unixd.so
+</IfModule>
+LoadModule mpm_event_module ${m}/mod_mpm_event.so
+LoadModule authn_core_module ${m}/mod_authn_core.so
+LoadModule authn_file_module ${m}/mod_authn_file.so
+LoadModule auth_basic_module ${m}/mod_auth_basic.so
+LoadModule authz_core_module ${m}/mod_authz_core.so
+LoadModule authz_user_module ${m}/mod_authz_user.so
+LoadModule mime_module ${m}/mod_mime.so
+LoadModule dir_module ${m}/mod_dir.so
+LoadModule headers_module ${m}/mod_headers.so
+
+ServerName 127.0.0.1
+Listen 127.0.0.1:${port}
+${who === null ? '# (not root: no User/Group)' : `User ${who.user}\nGroup ${who.group}`}
+PidFile logs/httpd.pid
+ErrorLog logs/error_log
+LogLevel warn
+LogFormat "%h %l %u %t \\"%r\\" %>s %b" common
+CustomLog logs/access_log common
+
+KeepAlive On
+MaxKeepAliveRequests 10000
+KeepAliveTimeout 5
+Timeout 60
+
+TypesConfig ${site.mimeTypes}
+DocumentRoot "${site.htdocs}"
+<Directory />
+    AllowOverride None
+    Require all denied
+</Directory>
+<Directory "${site.htdocs}">
+    Options None
+    AllowOverride None
+    Require all granted
+</Directory>
+DirectoryIndex index.html
+
+# auth: Basic authentication against an apr1 (MD5) htpasswd entry
+<Directory "${site.htdocs}/auth">
+    AuthType Basic
+    AuthName "${AUTH_REALM}"
+    AuthBasicProvider file
+    AuthUserFile "${htpasswd}"
+    Require valid-user
+</Directory>
+
+# htaccess3: d1, d1/d2 and d1/d2/d3 each hold a .htaccess
+<Directory "${site.htdocs}/d1">
+    AllowOverride All
+</Directory>
+`;
+}
+
+export function nginxConf(site: Site, dir: string, port: number): string {
+  const who = runAsUser();
+  const htpasswd = site.htpasswd ?? path.join(site.root, 'htpasswd');
+  return `# Generated by bench/run.ts: nginx serving the same htdocs as Apache.
+${who === null ? '' : `user ${who.user} ${who.group};\n`}worker_processes auto;
+daemon off;
+master_process on;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log warn;
+events {
+    worker_connections 4096;
+}
+http {
+    types {
+        text/html html htm;
+        application/octet-stream bin;
+    }
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nopush on;
+    log_format common '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent';
+    access_log ${dir}/logs/access.log common;
+    # Apache logs a missing file at info level, below LogLevel warn: nginx neither.
+    log_not_found off;
+    keepalive_timeout 5;
+    keepalive_requests 10000;
+    client_body_temp_path ${dir}/tmp/body;
+    proxy_temp_path ${dir}/tmp/proxy;
+    fastcgi_temp_path ${dir}/tmp/fastcgi;
+    server {
+        listen 127.0.0.1:${port};
+        server_name 127.0.0.1;
+        root ${site.htdocs};
+        index index.html;
+        # auth: nginx reads the same apr1 htpasswd file
+        location /auth/ {
+            auth_basic "${AUTH_REALM}";
+            auth_basic_user_file ${htpasswd};
+        }
+        # htaccess3: nginx has no .htaccess; the file is served plainly
+    }
+}
+`;
+}
