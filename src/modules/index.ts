@@ -13,6 +13,7 @@ import mpmWorker from '../mpm/mpm_worker.js';
 import mpmPrefork from '../mpm/mpm_prefork.js';
 import mime from './http/mod_mime.js';
 import dir from './mappers/mod_dir.js';
+import autoindex from './generators/mod_autoindex.js';
 import env from './metadata/mod_env.js';
 import setenvif from './metadata/mod_setenvif.js';
 import headers from './metadata/mod_headers.js';
@@ -20,7 +21,17 @@ import alias from './mappers/mod_alias.js';
 import unixd from './arch/unix/mod_unixd.js';
 import logConfig from './loggers/mod_log_config.js';
 import logio from './loggers/mod_logio.js';
+import authnFile from './aaa/mod_authn_file.js';
+import authnDbm from './aaa/mod_authn_dbm.js';
+import authnCore from './aaa/mod_authn_core.js';
 import authzCore from './aaa/mod_authz_core.js';
+import authzHost from './aaa/mod_authz_host.js';
+import authzGroupfile from './aaa/mod_authz_groupfile.js';
+import authzUser from './aaa/mod_authz_user.js';
+import authzDbm from './aaa/mod_authz_dbm.js';
+import authzOwner from './aaa/mod_authz_owner.js';
+import accessCompat from './aaa/mod_access_compat.js';
+import authBasic from './aaa/mod_auth_basic.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 
@@ -28,7 +39,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authzCore), h(mime), h(dir), h(alias), h(env), h(setenvif), h(headers),
+  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(mime), h(autoindex), h(dir), h(alias), h(env), h(setenvif), h(headers),
 ];
 
 /** The optional modules the shipped httpd.conf leaves commented out (spec §9). */

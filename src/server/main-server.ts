@@ -1,4 +1,5 @@
-// Starting a configuration: open the logs, bind the Listen addresses, write the PidFile,
+// Starting a configuration as httpd does: bind the Listen addresses, open the error logs,
+// run the post-config hooks (which log to the error log from then on), write the PidFile,
 // drop privileges, serve. A graceful restart reads the configuration again and swaps it in
 // only if it is valid; a broken one is logged and the old one keeps serving.
 
@@ -14,6 +15,7 @@ import { compileErrorLogFormat } from './log/error-log-format.js';
 import { coreServer } from './core/core-module.js';
 import { globals, type ListenSpec } from './core/globals.js';
 import { StartupError } from './config/errors.js';
+import { postConfigure } from './config/build.js';
 import { DEFAULT_LOG_LEVEL, APLOG_NOTICE } from './log/levels.js';
 import { APACHE_COMPAT_VERSION, PLUME_VERSION } from './version.js';
 
@@ -58,6 +60,47 @@ export function openErrorLogs(ctx: ConfigContext): void {
     v.logLevel ??= main.logLevel;
   }
   ctx.startupLog = main.errorLog;
+  // Every sink was opened by now: keep them to close with closeErrorLogs().
+  const kept = ctx.getScratch<LogSink[]>('core:errorLogSinks', () => []);
+  for (const sink of sinks.values()) if (!kept.includes(sink)) kept.push(sink);
+}
+
+/** Closes the error logs openErrorLogs() opened (after flushing what they hold). */
+export function closeErrorLogs(ctx: ConfigContext): void {
+  const kept = ctx.getScratch<LogSink[]>('core:errorLogSinks', () => []);
+  for (const sink of kept.splice(0)) sink.close();
+}
+
+/** The listening sockets: bound once at startup, handed to the configuration that serves. */
+export class Listeners {
+  private handler: ((sock: net.Socket) => void) | undefined;
+  /** Connections accepted before a configuration serves them (while it is being read). */
+  private waiting: net.Socket[] = [];
+  private closed = false;
+  constructor(readonly servers: net.Server[]) {}
+  /** Where accepted connections go from now on (the serving configuration). */
+  set onConnection(fn: (sock: net.Socket) => void) {
+    this.handler = fn;
+    for (const sock of this.waiting.splice(0)) if (!sock.destroyed) fn(sock);
+  }
+  accept(sock: net.Socket): void {
+    if (this.handler) this.handler(sock);
+    else this.waiting.push(sock);
+  }
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    for (const sock of this.waiting.splice(0)) sock.destroy();
+    return Promise.all(this.servers.map((l) => new Promise<void>((res) => l.close(() => res())))).then(() => undefined);
+  }
+}
+
+/** Binds every Listen address (httpd's ap_setup_listeners); errors go to stderr. */
+export async function bindListeners(ctx: ConfigContext): Promise<Listeners> {
+  const l = new Listeners([]);
+  const servers = await bindAll(ctx, globals(ctx).listeners, (sock) => l.accept(sock));
+  l.servers.push(...servers);
+  return l;
 }
 
 function bindAll(ctx: ConfigContext, specs: readonly ListenSpec[], onConn: (s: net.Socket) => void): Promise<net.Server[]> {
@@ -103,28 +146,48 @@ export function writePidFile(ctx: ConfigContext): string | undefined {
   }
 }
 
-export async function startServer(ctx: ConfigContext, opts: { writePid: boolean; dropPrivileges?: (ctx: ConfigContext) => void }): Promise<RunningServer> {
-  openErrorLogs(ctx);
-  let rt = new Runtime(ctx);
+export interface StartOptions {
+  writePid: boolean;
+  dropPrivileges?: (ctx: ConfigContext) => void;
+  /** Listeners bound already (at startup); bound here when not given. */
+  listeners?: Listeners;
+}
+
+export async function startServer(ctx: ConfigContext, opts: StartOptions): Promise<RunningServer> {
+  const listeners = opts.listeners ?? await bindListeners(ctx);
+  try {
+    openErrorLogs(ctx);
+  } catch (e) {
+    await listeners.close();
+    throw e;
+  }
+  const failed = await postConfigure(ctx);
+  if (failed !== undefined) {
+    await listeners.close();
+    throw new StartupError(failed);
+  }
+  const rt = new Runtime(ctx);
   const conns = new Set<net.Socket>();
-  const listeners = await bindAll(ctx, globals(ctx).listeners, (sock) => {
-    conns.add(sock);
-    sock.on('close', () => conns.delete(sock));
-    new HttpConnection(sock, running.rt);
-  });
   const pidFile = opts.writePid ? writePidFile(ctx) : undefined;
   opts.dropPrivileges?.(ctx);
   for (const m of ctx.loaded) await m.decl.configHooks?.childInit?.(ctx);
   ctx.log('mpm_event', APLOG_NOTICE, `AH00489: Apache/${APACHE_COMPAT_VERSION} (Unix) plume/${PLUME_VERSION} configured -- resuming normal operations`);
+  // Everything startup wrote is in the error log before the first request is served.
+  for (const sink of ctx.getScratch<LogSink[]>('core:errorLogSinks', () => [])) sink.flush();
   const running: RunningServer = {
     ctx,
     rt,
     async close(): Promise<void> {
-      await Promise.all(listeners.map((l) => new Promise<void>((res) => l.close(() => res()))));
+      await listeners.close();
       for (const s of conns) s.destroy();
       if (pidFile) { try { fs.unlinkSync(pidFile); } catch { /* gone */ } }
       for (const m of ctx.loaded) await m.decl.configHooks?.cleanup?.(ctx);
     },
+  };
+  listeners.onConnection = (sock) => {
+    conns.add(sock);
+    sock.on('close', () => conns.delete(sock));
+    new HttpConnection(sock, running.rt);
   };
   return running;
 }

@@ -14,6 +14,7 @@ import * as lifecycle from './request/lifecycle.js';
 import * as response from './http/response.js';
 import { coreDir, coreServer } from './core/core-module.js';
 import { VirtualHosts } from './core/vhosts.js';
+import { constructUrl } from './core/server-name.js';
 
 export class Runtime {
   readonly hooks: HookLists;
@@ -67,7 +68,7 @@ export class Runtime {
 
   /** Absolute URL for a path on this server (ap_construct_url), honouring UseCanonicalName. */
   constructUrl(r: Request, uri: string): string {
-    return response.constructUrl(r, uri);
+    return constructUrl(r, uri);
   }
 
   /** The ServerSignature footer for generated pages (ap_psignature). */
@@ -86,10 +87,10 @@ export class Runtime {
     return response.passBrigade(this, r, bb);
   }
 
-  logRequest(r: Request, module: string, level: number, message: string, err?: { code: number; text: string }): void {
+  logRequest(r: Request, module: string, level: number, message: string, err?: { code: number; text: string }, source?: string): void {
     const referer = r.headersIn.get('Referer');
     r.server.errorLog.write({
-      module, level, message,
+      module, level, message, source,
       errno: err,
       client: { ip: r.connection.remoteIp, port: r.connection.remotePort },
       referer,

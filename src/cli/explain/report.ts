@@ -95,6 +95,9 @@ export interface Decision {
 export interface ExplainReport {
   readonly request: {
     readonly method: string; readonly url: string; readonly uri: string;
+    /** Set when a fixup (mod_dir's DirectoryIndex) made r the subrequest's resource: the URL
+     *  path it ends with. That subrequest's own checks are not traced. */
+    readonly redirectedTo: string | undefined;
     readonly client: string; readonly server: string; readonly filename: string; readonly pathInfo: string;
     readonly user: string | undefined; readonly authType: string | undefined; readonly authName: string | undefined;
   };
@@ -420,7 +423,8 @@ export function buildReport(run: ExplainRun, url: string): ExplainReport {
   const s = r.server;
   return {
     request: {
-      method: r.method, url, uri: r.uri,
+      method: r.method, url, uri: run.uri !== '' ? run.uri : r.uri,
+      redirectedTo: run.uri !== '' && r.uri !== run.uri ? r.uri : undefined,
       client: r.connection.remoteIp.includes(':') ? `[${r.connection.remoteIp}]:${r.connection.remotePort}` : `${r.connection.remoteIp}:${r.connection.remotePort}`,
       server: s.isVirtual ? `${s.serverHostname ?? ''} (<VirtualHost> at ${s.defnFile}:${s.defnLine})` : `${s.serverHostname ?? ''} (main server)`,
       filename: r.filename, pathInfo: r.pathInfo, user: r.user,
@@ -475,6 +479,7 @@ export function renderText(rep: ExplainReport): string {
   out.push(`${q.method} ${q.url} from ${q.client}`);
   out.push(`  server:   ${q.server}`);
   out.push(`  URL path: ${q.uri}`);
+  if (q.redirectedTo !== undefined) out.push(`  served as ${q.redirectedTo} (a fixup's subrequest, e.g. DirectoryIndex; its own checks are not traced)`);
   if (q.filename !== '') out.push(`  file:     ${q.filename}${q.pathInfo !== '' ? ` (path info ${q.pathInfo})` : ''}`);
   if (q.authType !== undefined) out.push(`  auth:     AuthType ${q.authType}${q.authName !== undefined ? `, AuthName "${q.authName}"` : ''}${q.user !== undefined ? `, user ${q.user}` : ''}`);
   out.push(`  (file:line relative to ServerRoot ${root})`);

@@ -52,6 +52,9 @@ export interface ExplainRun {
   readonly r: Request;
   /** OK (the handler would run next) or the HTTP status the request ends with. */
   readonly status: number;
+  /** The decoded URL path the lifecycle started from (a fixup such as mod_dir's may have
+   *  replaced r.uri by a subrequest's since). */
+  readonly uri: string;
   /** Where the request stopped before the lifecycle (bad request line, URL or Host). */
   readonly stage: 'lifecycle' | 'request';
   readonly events: readonly TraceEntry[];
@@ -163,8 +166,9 @@ async function runOn(ctx: ConfigContext, req: ExplainRequest, errors: MemorySink
   r.requestTime = Date.now();
   r.startMicros = nowMicros();
   r.trace = trace;
+  let uri = '';
   const done = (status: number, stage: ExplainRun['stage']): ExplainRun =>
-    ({ ctx, r, status, stage, events, errorLog: errors.lines, startup: startup.lines });
+    ({ ctx, r, uri, status, stage, events, errorLog: errors.lines, startup: startup.lines });
 
   // What the connection does with a request it has read (connection.ts): the request line,
   // the headers, Host and the virtual host, post_read_request, the URL path.
@@ -193,6 +197,7 @@ async function runOn(ctx: ConfigContext, req: ExplainRequest, errors: MemorySink
     else r.uri = decoded;
   }
   if (pr !== OK) return done(pr, 'request');
+  uri = r.uri;
 
   // The server's own phases, in the server's own order.
   let status: number;

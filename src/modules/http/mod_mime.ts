@@ -457,6 +457,25 @@ export function findContentType(
   return res;
 }
 
+/** find_ct's answer depends only on the last path segment and the merged configuration: it
+ *  is computed once per (configuration, name) when the request starts with nothing set. */
+const ctMemo = new WeakMap<Readonly<MimeDirConfig>, Map<string, MimeResult>>();
+function memoFindContentType(
+  resourceName: string, conf: Readonly<MimeDirConfig>, types: ReadonlyMap<string, string>, start: Parameters<typeof findContentType>[3],
+): MimeResult {
+  const slash = resourceName.lastIndexOf('/');
+  const name = slash < 0 ? resourceName : resourceName.slice(slash + 1);
+  let m = ctMemo.get(conf);
+  if (m === undefined) { m = new Map(); ctMemo.set(conf, m); }
+  let res = m.get(name);
+  if (res === undefined) {
+    res = findContentType(name, conf, types, start);
+    if (m.size >= 4096) m.clear();
+    m.set(name, res);
+  }
+  return { ...res, contentLanguages: res.contentLanguages.slice() };
+}
+
 /** The note mod_negotiation reads: the name parts that carried no metadata, '/'-joined
  *  (httpd stores an array; '/' cannot occur in a file name part). */
 export const MIME_EXCEPTIONS_NOTE = 'ap-mime-exceptions-list';
@@ -469,7 +488,9 @@ function findCt(r: Request): number {
   if (r.filename === '') return DECLINED;
   const conf = self.dir(r);
   const resourceName = conf.usePathInfo & 1 ? r.filename + r.pathInfo : r.filename;
-  const res = findContentType(resourceName, conf, typesMap(r.rt.ctx), r);
+  const res = r.contentType === undefined && r.contentEncoding === undefined && r.contentLanguages.length === 0 && r.handler === undefined
+    ? memoFindContentType(resourceName, conf, typesMap(r.rt.ctx), r)
+    : findContentType(resourceName, conf, typesMap(r.rt.ctx), r);
   r.contentType = res.contentType;
   r.contentEncoding = res.contentEncoding;
   r.contentLanguages = res.contentLanguages;

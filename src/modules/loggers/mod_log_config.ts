@@ -20,7 +20,7 @@ import type { Request } from '../../server/request/request.js';
 import type { HeaderTable } from '../../server/request/headers.js';
 import type { ServerRec } from '../../server/server-rec.js';
 import { openLogTarget, FileSink, type LogSink } from '../../server/log/log-writer.js';
-import { clfTime, nowMicros } from '../../server/log/time.js';
+import { clfTime, nowMicros, timeZoneGeneration } from '../../server/log/time.js';
 import { errnoOf } from '../../server/log/error-log.js';
 import { APLOG_ERR, APLOG_WARNING } from '../../server/log/levels.js';
 import { escapeLogItem, strftime } from '../../server/log/error-log-format.js';
@@ -197,16 +197,15 @@ function optionalString(obj: object, key: string): string | undefined {
 // ---- time items ------------------------------------------------------------------------------
 
 let clfCacheSecond = Number.NaN;
-let clfCacheTz: string | undefined;
+let clfCacheZone = -1;
 let clfCacheText = '';
 
 /** "[22/Nov/2026:01:45:49 +0000]" for a time in microseconds, cached per second. */
 function clfBracketed(micros: number): string {
   const sec = Math.floor(micros / 1000000);
-  const tz = process.env['TZ'];
-  if (sec !== clfCacheSecond || tz !== clfCacheTz) {
+  if (sec !== clfCacheSecond || timeZoneGeneration !== clfCacheZone) {
     clfCacheSecond = sec;
-    clfCacheTz = tz;
+    clfCacheZone = timeZoneGeneration;
     clfCacheText = '[' + clfTime(sec * 1000) + ']';
   }
   return clfCacheText;
@@ -277,7 +276,11 @@ function registerBuiltinItems(): void {
   registerLogItem('f', (r) => (r.filename ? escapeLogItem(r.filename) : undefined));
   registerLogItem('b', (r) => (r.bytesSent > 0 ? String(r.bytesSent) : '-'));
   registerLogItem('B', (r) => (r.bytesSent > 0 ? String(r.bytesSent) : '0'));
-  registerLogItem('i', (r, a) => esc(r.headersIn.get(a)));
+  // httpd merges a repeated request header into one value ("one, two") when it reads them.
+  registerLogItem('i', (r, a) => {
+    const all = r.headersIn.getAll(a);
+    return esc(all.length > 1 ? all.join(', ') : all[0]);
+  });
   registerLogItem('o', (r, a) => {
     const la = a.toLowerCase();
     if (la === 'content-type' && r.contentType !== undefined) return escapeLogItem(fieldNoParam(r.contentType));
@@ -737,11 +740,15 @@ function preConfig(): void {
   registerBuiltinItems();
 }
 
-function postConfig(ctx: ConfigContext): string | undefined {
+/** log_check_config: every log file's directory must exist (also under -t). */
+function checkConfig(ctx: ConfigContext): string | undefined {
   const dirErrors = checkLogDirs(ctx);
   if (dirErrors.length) return [...dirErrors, 'AH00014: Configuration check failed'].join('\n');
-  // httpd's -t runs the check_config hooks only; the logs are opened when serving.
-  if ('configTest' in ctx.options && ctx.options.configTest === true) return undefined;
+  return undefined;
+}
+
+/** log_open_logs: open the access logs (when serving, never under -t). */
+function postConfig(ctx: ConfigContext): string | undefined {
   const sinks = ctx.getScratch('log_config.sinks', () => new Map<string, LogSink>());
   try {
     for (const s of serversInApacheOrder(ctx)) {
@@ -862,7 +869,7 @@ const self = defineModule<LogConfigServer, undefined>({
   hooks: {
     logTransaction: { fn: logTransaction, order: HOOK_MIDDLE },
   },
-  configHooks: { preConfig, postConfig, cleanup },
+  configHooks: { preConfig, checkConfig, postConfig, cleanup },
 });
 
 export default self;

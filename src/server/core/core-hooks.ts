@@ -14,10 +14,11 @@ import { fileCache } from '../http/file-cache.js';
 import { ETAG_UNSET, ETAG_BACKWARD } from './config.js';
 import { makeEtag, etagBitsFor } from '../http/etag.js';
 import { meetsConditions } from '../http/conditional.js';
+import { isKnownMethod, DEFAULT_LIMIT_REQUEST_BODY } from '../http/http-core.js';
 
 /** DocumentRoot + URI (httpd's core_translate). */
 export function translateName(r: Request): number {
-  if (!r.uri.startsWith('/')) {
+  if (!r.uri.startsWith('/') && r.uri !== '*') {
     r.log('core', APLOG_ERR, `AH00126: Invalid URI in request ${r.theRequest}`);
     return 400;
   }
@@ -43,6 +44,12 @@ export function mapToStorage(r: Request): number {
 /** The merge-cache key of the storage walk, for the lifecycle's location step. */
 export const mergedKeys = new WeakMap<Request, string>();
 
+/** httpd's do_nothing, the core's last type checker: without mod_mime a request simply has
+ *  no type (never "couldn't find types"). */
+export function coreTypeChecker(_r: Request): number {
+  return OK;
+}
+
 /** ForceType, SetHandler and AcceptPathInfo (httpd's core_override_type, a fixup). */
 export function coreOverrideType(r: Request): number {
   const c = coreDir(r);
@@ -58,45 +65,46 @@ export function standardAllow(r: Request): string {
   return trace ? 'GET,POST,OPTIONS,HEAD,TRACE' : 'GET,POST,OPTIONS,HEAD';
 }
 
-/** httpd's default_handler: serves the mapped file for GET/HEAD (and POST with a script). */
+/** httpd's default_handler: discards the request body, then serves the mapped file for
+ *  GET, HEAD and POST; OPTIONS gets the Allow list, unknown methods 501, others 405. */
 export function defaultHandler(r: Request): number | Promise<number> {
-  const method = r.method;
   if (r.body && !r.body.done) {
-    return r.body.discard(coreDir(r).limitRequestBody ?? 0).then((st) => (st !== OK ? st : serve(r)));
+    return r.body.discard(coreDir(r).limitRequestBody ?? DEFAULT_LIMIT_REQUEST_BODY).then((st) => (st !== OK ? st : serve(r)));
   }
   return serve(r);
+}
 
-  function serve(r: Request): number | Promise<number> {
-    if (method === 'GET' || method === 'HEAD' || method === 'POST') {
-      if (!r.finfo) {
-        r.log('core', APLOG_INFO, `AH00128: File does not exist: ${r.filename}${r.pathInfo}`);
-        return 404;
-      }
-      if (r.finfo.isDirectory()) {
-        r.log('core', APLOG_INFO, `AH00129: Attempt to serve directory: ${r.filename}`);
-        return 404;
-      }
-      if (r.usedPathInfo !== 'on' && r.pathInfo !== '') {
-        r.log('core', APLOG_INFO, `AH00130: File does not exist: ${r.filename}${r.pathInfo}`);
-        return 404;
-      }
-      if (method === 'POST') {
-        r.log('core', APLOG_ERR, `AH00131: This resource does not accept the ${r.method} method.`);
-        r.headersOut.set('Allow', standardAllow(r));
-        return 405;
-      }
-      return sendFile(r);
+function serve(r: Request): number | Promise<number> {
+  const method = r.method;
+  if (method === 'GET' || method === 'HEAD' || method === 'POST') {
+    if (!r.finfo) {
+      r.log('core', APLOG_INFO, `AH00128: File does not exist: ${r.filename}${r.pathInfo}`);
+      return 404;
     }
-    if (method === 'OPTIONS') {
-      r.headersOut.set('Allow', standardAllow(r));
-      r.headersOut.set('Content-Length', '0');
-      r.clength = 0;
-      const w = r.write([EOS]);
-      return w instanceof Promise ? w.then(() => OK) : OK;
+    if (r.finfo.isDirectory()) {
+      r.log('core', APLOG_INFO, `AH00129: Attempt to serve directory: ${r.filename}`);
+      return 404;
     }
-    r.headersOut.set('Allow', standardAllow(r));
-    return 405;
+    if (r.usedPathInfo !== 'on' && r.pathInfo !== '') {
+      r.log('core', APLOG_INFO, `AH00130: File does not exist: ${r.filename}${r.pathInfo}`);
+      return 404;
+    }
+    return sendFile(r);
   }
+  if (!isKnownMethod(r.rt, method)) {
+    r.log('core', APLOG_ERR, `AH00135: Invalid method in request ${r.theRequest}`);
+    r.headersOut.set('Allow', standardAllow(r));
+    return 501;
+  }
+  if (method === 'OPTIONS') {
+    r.headersOut.set('Allow', standardAllow(r));
+    r.headersOut.set('Content-Length', '0');
+    r.clength = 0;
+    const w = r.write([EOS]);
+    return w instanceof Promise ? w.then(() => OK) : OK;
+  }
+  r.headersOut.set('Allow', standardAllow(r));
+  return 405;
 }
 
 function sendFile(r: Request): number | Promise<number> {

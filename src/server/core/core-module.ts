@@ -19,10 +19,13 @@ import { readDirectives } from './read-directives.js';
 import { sectionDirectives } from './section-directives.js';
 import { applyLogLevel, DEFAULT_LOG_LEVEL } from '../log/levels.js';
 import { splitWords } from '../config/lexer.js';
-import { compileWildcard, isWildcard } from './sections.js';
+import { compileWildcard, isWildcard, sortDirectorySections } from './sections.js';
+import type { ConfigContext } from '../config/context.js';
+import type { ServerRec } from '../server-rec.js';
 import type { Request } from '../request/request.js';
-import { translateName, mapToStorage, coreOverrideType, defaultHandler } from './core-hooks.js';
+import { translateName, mapToStorage, coreTypeChecker, coreOverrideType, defaultHandler } from './core-hooks.js';
 import { globals } from './globals.js';
+import { resolveHostSync } from './resolve.js';
 
 type Cmd = CmdParms<CoreServerConfig, CoreDirConfig>;
 
@@ -88,7 +91,7 @@ const OVERRIDE_BITS: Record<string, number> = {
 
 function allowOverride(cmd: Cmd, raw: string): string | undefined {
   if (cmd.checkContext(NOT_IN_LOCATION | NOT_IN_FILES)) {
-    cmd.ctx.log('core', 4, `AH00114: Useless use of AllowOverride in line ${cmd.line} of ${cmd.file}.`);
+    cmd.log('core', 4, `AH00114: Useless use of AllowOverride in line ${cmd.line} of ${cmd.file}.`);
   }
   const err = cmd.checkContext(NOT_IN_HTACCESS);
   if (err) return err;
@@ -128,7 +131,7 @@ function allowOverride(cmd: Cmd, raw: string): string | undefined {
 
 function allowOverrideList(cmd: Cmd, raw: string): string | undefined {
   if (cmd.checkContext(NOT_IN_LOCATION | NOT_IN_FILES)) {
-    cmd.ctx.log('core', 4, `AH00115: Useless use of AllowOverrideList in line ${cmd.line} of ${cmd.file}.`);
+    cmd.log('core', 4, `AH00115: Useless use of AllowOverrideList at ${cmd.file}:${cmd.line}`);
   }
   const err = cmd.checkContext(NOT_IN_HTACCESS);
   if (err) return err;
@@ -143,9 +146,16 @@ function documentRoot(cmd: Cmd, dir: string): string | undefined {
   const err = cmd.checkContext(NOT_IN_DIR_LOC_FILE);
   if (err) return err;
   let p = cmd.serverRootRelative(dir);
-  let isDir = false;
-  try { isDir = fs.statSync(p).isDirectory(); } catch { isDir = false; }
-  if (!isDir) cmd.ctx.logBare('core', 4, `AH00112: Warning: DocumentRoot [${p}] does not exist`);
+  // httpd checks the directory unless started with -T: a missing one is an error in the
+  // main server and a warning in a virtual host.
+  if (cmd.ctx.options.documentRootCheck !== false) {
+    let isDir = false;
+    try { isDir = fs.statSync(p).isDirectory(); } catch { isDir = false; }
+    if (!isDir) {
+      if (!cmd.server.isVirtual) return `DocumentRoot '${p}' is not a directory, or is not readable`;
+      cmd.ctx.logBare('core', 4, `AH00112: Warning: DocumentRoot [${p}] does not exist`);
+    }
+  }
   if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1);
   cmd.srv.documentRoot = p;
   return undefined;
@@ -164,7 +174,7 @@ function serverName(cmd: Cmd, arg: string): string | undefined {
   if (portSep >= 0) {
     host = rest.slice(0, portSep);
     const port = Number(rest.slice(portSep + 1));
-    if (!Number.isInteger(port) || port < 1 || port > 65535) return `The port number "${rest.slice(portSep + 1)}" is outside the appropriate range (i.e., 1..65535).`;
+    if (!/^\d+$/.test(rest.slice(portSep + 1)) || port < 1 || port > 65535) return `The port number "${arg}" is outside the appropriate range (i.e., 1..65535).`;
     cmd.server.port = port;
   }
   cmd.server.serverHostname = host;
@@ -172,12 +182,21 @@ function serverName(cmd: Cmd, arg: string): string | undefined {
   return undefined;
 }
 
+/** ServerAlias names as written, per server (for -S). */
+const aliasesAsWritten = new WeakMap<ServerRec, { names: string[]; wild: string[] }>();
+
+export function serverAliasesAsWritten(s: ServerRec): { readonly names: readonly string[]; readonly wild: readonly string[] } {
+  return aliasesAsWritten.get(s) ?? { names: [], wild: [] };
+}
+
 function serverAlias(cmd: Cmd, raw: string): string | undefined {
   if (!cmd.server.isVirtual) return `ServerAlias only used in <VirtualHost>`;
+  let written = aliasesAsWritten.get(cmd.server);
+  if (written === undefined) aliasesAsWritten.set(cmd.server, (written = { names: [], wild: [] }));
   for (const w of splitWords(raw)) {
     const lw = w.toLowerCase();
-    if (isWildcard(lw)) cmd.server.wildNames.push(compileWildcard(lw, false));
-    else cmd.server.names.push(lw);
+    if (isWildcard(lw)) { cmd.server.wildNames.push(compileWildcard(lw, false)); written.wild.push(w); }
+    else { cmd.server.names.push(lw); written.names.push(w); }
   }
   return undefined;
 }
@@ -210,33 +229,56 @@ export function parseTimeout(s: string, defaultUnit: 's' | 'ms' = 's'): number |
 function timeout(cmd: Cmd, arg: string): string | undefined {
   const err = cmd.checkContext(NOT_IN_DIR_LOC_FILE);
   if (err) return err;
-  const ms = parseTimeout(arg);
-  if (ms === undefined) return `Timeout value ${arg} is not valid`;
-  cmd.server.setLimit('timeout', Math.floor(ms / 1000));
+  // httpd reads Timeout with atoi(): seconds, trailing text ignored.
+  cmd.server.setLimit('timeout', atoi(arg));
   return undefined;
 }
 
-function limitField(key: 'limitRequestLine' | 'limitRequestFieldSize' | 'limitRequestFields', label: string, max: number) {
+function limitField(key: 'limitRequestLine' | 'limitRequestFieldSize' | 'limitRequestFields', label: string) {
   return (cmd: Cmd, arg: string): string | undefined => {
     const err = cmd.checkContext(NOT_IN_DIR_LOC_FILE);
     if (err) return err;
-    const n = Number(arg);
-    if (!/^-?\d+$/.test(arg) || n < 0) return `${label} "${arg}" must be a non-negative integer`;
-    if (n > max && max > 0) return `${label} "${arg}" must not exceed the precompiled maximum of ${max}`;
+    const n = atoi(arg);
+    if (n < 0) return `${label} "${arg}" must be a non-negative integer`;
     cmd.server.setLimit(key, n);
     return undefined;
   };
 }
 
+/** C's atoi(): strtol, then truncated to a 32-bit int (so very large numbers wrap). */
+function atoi(text: string): number {
+  return Number(BigInt.asIntN(32, strtoi64(text).value));
+}
+
+const INT64_MAX = 9223372036854775807n;
+
+/** strtol-style parsing (apr_strtoi64): leading white space, a sign, decimal digits; returns
+ *  the value (saturated), whether it overflowed, and the text after the number. */
+function strtoi64(text: string): { value: bigint; overflow: boolean; rest: string } {
+  const m = /^[ \t\n\v\f\r]*([+-]?)(\d*)/.exec(text)!;
+  if (m[2] === '') return { value: 0n, overflow: false, rest: text };
+  let v = BigInt(m[2]!);
+  let overflow = false;
+  if (v > INT64_MAX) { v = INT64_MAX + (m[1] === '-' ? 1n : 0n); overflow = true; }
+  return { value: m[1] === '-' ? -v : v, overflow, rest: text.slice(m[0].length) };
+}
+
 function limitRequestBody(cmd: Cmd, arg: string): string | undefined {
-  if (!/^\d+$/.test(arg)) return 'LimitRequestBody argument is not parsable.';
-  cmd.dir.limitRequestBody = Number(arg);
+  const n = strtoi64(arg);
+  if (n.overflow) return 'LimitRequestBody argument is not parsable.';
+  if (n.rest !== '' || n.value < 0n) return 'LimitRequestBody requires a non-negative integer.';
+  cmd.dir.limitRequestBody = Number(n.value);
   return undefined;
 }
 
+/** The largest LimitXMLRequestBody httpd accepts (APR_SIZE_MAX / 6 on 64 bits). */
+const XML_BODY_MAX = 3074457345618258601n;
+
 function limitXmlRequestBody(cmd: Cmd, arg: string): string | undefined {
-  if (!/^\d+$/.test(arg)) return 'LimitXMLRequestBody argument is not parsable.';
-  cmd.dir.limitXmlRequestBody = Number(arg);
+  const n = strtoi64(arg).value;
+  if (n < 0n) return 'LimitXMLRequestBody requires a non-negative integer.';
+  if (n > XML_BODY_MAX) return `LimitXMLRequestBody must not exceed ${XML_BODY_MAX}`;
+  cmd.dir.limitXmlRequestBody = Number(n);
   return undefined;
 }
 
@@ -336,7 +378,7 @@ function errorDocument(cmd: Cmd, code: string, msg: string): string | undefined 
     else if (/^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(msg) || /^[a-zA-Z]+:/.test(msg) && msg.includes('/')) what = 'remote';
     else what = 'msg';
     if (n === 401 && what === 'remote') {
-      cmd.ctx.log('core', 4, `AH00113: ${cmd.file}:${cmd.line} cannot use a full URL in a 401 ErrorDocument directive --- ignoring!`);
+      cmd.log('core', 4, `AH00113: ${cmd.file}:${cmd.line} cannot use a full URL in a 401 ErrorDocument directive --- ignoring!`);
       return undefined;
     }
     // A leading '"' marks a literal message, as httpd stores it.
@@ -356,35 +398,60 @@ function STATUS_LINES_KNOWN(n: number): boolean {
   return KNOWN_STATUS.has(n);
 }
 
+/** httpd's set_etag_bits: an absolute keyword (the first one forgets what was inherited) sets
+ *  bits and drops the +/- lists gathered so far; +/- keywords accumulate after it. */
 function fileETag(cmd: Cmd, raw: string): string | undefined {
-  let bits = ETAG_UNSET;
-  let add = ETAG_UNSET;
-  let remove = ETAG_UNSET;
-  let explicit = false;
-  let sawPlusMinus = false;
-  const table: Record<string, number> = { none: ETAG_NONE, all: ETAG_ALL, inode: ETAG_INODE, mtime: ETAG_MTIME, size: ETAG_SIZE, digest: ETAG_DIGEST };
+  const d = cmd.dir;
+  const table: Record<string, number> = {
+    size: ETAG_SIZE, mtime: ETAG_MTIME, lmtime: ETAG_MTIME, lastmodified: ETAG_MTIME, inode: ETAG_INODE, digest: ETAG_DIGEST,
+  };
+  let first = true;
   for (const w of splitWords(raw)) {
     let action = '';
     let word = w;
-    if (w.startsWith('+') || w.startsWith('-')) { action = w[0]!; word = w.slice(1); }
-    const bit = table[word.toLowerCase()];
-    if (bit === undefined) return `Unknown keyword '${word}' for FileETag directive`;
-    if (action === '') {
-      if (sawPlusMinus) return `FileETag cannot mix +/- keywords with absolute keywords`;
-      explicit = true;
-      bits |= bit;
+    if (w.startsWith('+') || w.startsWith('-')) {
+      action = w[0]!;
+      word = w.slice(1);
+    } else if (first) {
+      d.etagBits = ETAG_UNSET;
+      d.etagAdd = ETAG_UNSET;
+      d.etagRemove = ETAG_UNSET;
+      first = false;
+    }
+    const lw = word.toLowerCase();
+    let bit: number;
+    if (lw === 'none' || lw === 'all') {
+      if (action !== '') return `FileETag keyword '${word}' cannot be used with '+' or '-'`;
+      bit = lw === 'none' ? ETAG_NONE : ETAG_ALL;
+      d.etagBits = bit;
     } else {
-      if (explicit) return `FileETag cannot mix +/- keywords with absolute keywords`;
-      if (word.toLowerCase() === 'none' || word.toLowerCase() === 'all') return `FileETag cannot use '${action}' with 'None' or 'All'`;
-      sawPlusMinus = true;
-      if (action === '+') { add |= bit; remove &= ~bit; } else { remove |= bit; add &= ~bit; }
+      const b = table[lw];
+      if (b === undefined) return `Unknown keyword '${word}' for FileETag directive`;
+      bit = b;
+    }
+    if (action === '+') {
+      d.etagAdd |= bit;
+      d.etagRemove &= ~bit;
+    } else if (action === '-') {
+      d.etagRemove |= bit;
+      d.etagAdd &= ~bit;
+    } else {
+      d.etagBits |= bit;
+      d.etagAdd = ETAG_UNSET;
+      d.etagRemove = ETAG_UNSET;
     }
   }
-  if (explicit && (bits & ETAG_NONE) && bits !== ETAG_NONE) return `FileETag 'None' cannot be combined with other keywords`;
-  cmd.dir.etagBits = explicit ? bits : ETAG_UNSET;
-  cmd.dir.etagAdd = add;
-  cmd.dir.etagRemove = remove;
   return undefined;
+}
+
+/** EnableSendfile, EnableMMAP: TAKE1 in httpd, with their own wording for a bad value. */
+function onOffWord(field: 'enableSendfile' | 'enableMmap') {
+  return (cmd: Cmd, arg: string): string | undefined => {
+    const a = arg.toLowerCase();
+    if (a !== 'on' && a !== 'off') return "parameter must be 'on' or 'off'";
+    cmd.dir[field] = a;
+    return undefined;
+  };
 }
 
 function onOff(field: 'enableSendfile' | 'enableMmap' | 'cgiPassAuth' | 'contentDigest') {
@@ -398,31 +465,57 @@ function defaultType(cmd: Cmd, arg: string): string | undefined {
   // 2.4: DefaultType does nothing; any value other than none/off only earns a warning.
   const a = arg.toLowerCase();
   if (a !== 'off' && a !== 'none') {
-    cmd.ctx.log('core', 4, `AH00117: Ignoring deprecated use of DefaultType in line ${cmd.line} of ${cmd.file}.`);
+    cmd.log('core', 4, `AH00117: Ignoring deprecated use of DefaultType in line ${cmd.line} of ${cmd.file}.`);
   }
   return undefined;
 }
 
 function nameVirtualHost(cmd: Cmd, _arg: string): string | undefined {
-  cmd.ctx.logBare('core', 4, `AH00548: NameVirtualHost has no effect and will be removed in the next release ${cmd.file}:${cmd.line}`);
+  // Given once, at the first read (httpd warns once per process).
+  if (cmd.ctx.preflight) cmd.ctx.logBare('core', 4, `AH00548: NameVirtualHost has no effect and will be removed in the next release ${cmd.file}:${cmd.line}`);
   return undefined;
 }
 
-const MUTEX_MECHS = new Set(['default', 'none', 'file', 'flock', 'fcntl', 'posixsem', 'pthread', 'sysvsem', 'sem']);
+const MUTEX_MECHS = new Set(['none', 'no', 'default', 'yes', 'fcntl', 'file', 'flock', 'posixsem', 'sem', 'sysvsem', 'pthread']);
+const MUTEX_HELP = "(Mutex mechanisms are: 'none', 'default', 'flock:/path/to/file', 'fcntl:/path/to/file', 'file:/path/to/file', 'pthread', 'sysvsem', 'posixsem', 'sem')";
+/** Mutex types and the module that registers each (built-in ones: always). */
+const MUTEX_TYPES: Record<string, string | undefined> = {
+  'default': undefined, 'watchdog-callback': undefined,
+  'mpm-accept': 'mpm_prefork_module', 'rewrite-map': 'rewrite_module',
+  'ssl-cache': 'ssl_module', 'ssl-stapling': 'ssl_module', 'ssl-stapling-refresh': 'ssl_module',
+  'authdigest-client': 'auth_digest_module', 'authdigest-opaque': 'auth_digest_module',
+  'authn-socache': 'authn_socache_module', 'proxy-balancer-shm': 'proxy_balancer_module',
+};
+
+/** httpd's ap_set_mutex: "Mutex mechanism[:dir] [type ...]". */
 function mutex(cmd: Cmd, argv: string[]): string | undefined {
   const err = cmd.checkContext(GLOBAL_ONLY);
   if (err) return err;
-  if (argv.length < 1 || argv.length > 3) return `Mutex requires at least a mechanism argument (default, none, file, flock, fcntl, posixsem, pthread, sysvsem)`;
-  const mech = argv[1] ?? argv[0]!;
-  const m = mech.split(':')[0]!.toLowerCase();
-  if (!MUTEX_MECHS.has(m)) return `Invalid Mutex argument ${mech} (default, none, file, flock, fcntl, posixsem, pthread, sysvsem)`;
+  if (argv.length < 1) return `Mutex requires at least a mechanism argument ${MUTEX_HELP}`;
+  const mech = argv[0]!;
+  const colon = mech.indexOf(':');
+  const meth = (colon < 0 ? mech : mech.slice(0, colon)).toLowerCase();
+  const dir = colon < 0 || colon === mech.length - 1 ? undefined : mech.slice(colon + 1);
+  if (!MUTEX_MECHS.has(meth)) return `Invalid Mutex argument ${mech} ${MUTEX_HELP}`;
+  const none = meth === 'none' || meth === 'no';
+  if (!none && dir !== undefined) {
+    let ok = false;
+    try { ok = fs.statSync(cmd.serverRootRelative(dir)).isDirectory(); } catch { ok = false; }
+    if (!ok) return `Invalid Mutex directory in argument ${mech}`;
+  }
+  const types = argv.length > 1 ? argv.slice(1) : ['default'];
+  for (const t of types) {
+    const owner = Object.prototype.hasOwnProperty.call(MUTEX_TYPES, t) ? MUTEX_TYPES[t] : null;
+    if (owner === null || (owner !== undefined && !cmd.ctx.isLoaded(owner))) return `Mutex type ${t} is not valid`;
+    if (none) return `None is not allowed for mutex type ${t}`;
+  }
   // DIFFERENCE: plume's processes share no memory that needs a mutex; Mutex is accepted and recorded.
   globals(cmd.ctx).mutexes.push(argv.join(' '));
   return undefined;
 }
 
 function logLevel(cmd: Cmd, argv: string[]): string | undefined {
-  if (argv.length === 0) return 'LogLevel requires level keyword';
+  if (argv.length === 0) return 'LogLevel requires at least one argument, Level of verbosity in error logging';
   const base = cmd.scope.path === undefined ? cmd.server.logLevel ?? DEFAULT_LOG_LEVEL : cmd.dir.logLevel ?? DEFAULT_LOG_LEVEL;
   const r = applyLogLevel(base, argv, (m) => cmd.ctx.findModuleShortName(m));
   if (typeof r === 'string') return r;
@@ -475,8 +568,12 @@ function maxRanges(field: 'maxRanges' | 'maxOverlaps' | 'maxReversals', label: s
     if (a === 'none') v = 0;
     else if (a === 'default') v = -2;
     else if (a === 'unlimited') v = -1;
-    else if (/^\d+$/.test(a)) v = Number(a);
-    else return `${label} requires 'none', 'default', 'unlimited' or a positive integer`;
+    else {
+      // atol(): leading white space, a sign, digits; anything after is ignored.
+      const n = strtoi64(arg).value;
+      if (n <= 0n) return `${label} requires 'none', 'default', 'unlimited' or a positive integer`;
+      v = n > 2147483647n ? 2147483647 : Number(n);
+    }
     cmd.dir[field] = v;
     return undefined;
   };
@@ -508,28 +605,35 @@ function errorDirective(cmd: Cmd, raw: string): string | undefined {
   return msg;
 }
 
-function listen(cmd: Cmd, a: string, b: string | undefined): string | undefined {
+function listen(cmd: Cmd, argv: string[]): string | undefined {
   const err = cmd.checkContext(GLOBAL_ONLY);
   if (err) return err;
+  if (argv.length < 1 || argv.length > 2) return 'Listen requires 1 or 2 arguments.';
+  const a = argv[0]!;
+  const b = argv[1];
   const g = globals(cmd.ctx);
+  // apr_parse_addr_port: [host:]port, "[v6]:port"; a lone word that is no number is a host.
   let host: string | undefined;
-  let portText = a;
-  const v6 = /^\[([^\]]+)\]:(.*)$/.exec(a);
-  if (v6) { host = v6[1]!; portText = v6[2]!; }
+  let portText: string;
+  const v6 = /^\[([^\]]*)\](?::(.*))?$/.exec(a);
+  if (v6) { host = v6[1]!; portText = v6[2] ?? ''; }
   else {
     const c = a.lastIndexOf(':');
     if (c >= 0) { host = a.slice(0, c); portText = a.slice(c + 1); }
+    else if (/^\d+$/.test(a)) portText = a;
+    else { host = a; portText = ''; }
   }
-  if (host === '*' || host === '') host = undefined;
+  if (host === '' || (portText !== '' && !/^\d+$/.test(portText))) return 'Invalid address or port';
   if (portText === '') return 'Port must be specified';
-  if (!/^\d+$/.test(portText)) return `Invalid address or port`;
   const port = Number(portText);
-  if (port < 1 || port > 65535) return `Invalid address or port`;
+  if (port < 1 || port > 65535) return 'Invalid address or port';
+  if (host === '*') host = undefined;
+  if (host !== undefined && resolveHostSync(host) === undefined) {
+    cmd.ctx.log('core', 2, `(EAI 2)Name or service not known: AH00077: alloc_listener: failed to set up sockaddr for ${host}`);
+    return 'Listen setup failed';
+  }
   for (const l of g.listeners) {
-    if (l.host === host && l.port === port) {
-      cmd.ctx.log('core', 4, `AH00078: Overlapping Listen directive for address ${host ?? '0.0.0.0'}:${port} ignored`);
-      return undefined;
-    }
+    if (l.host === host && l.port === port) return 'Cannot define multiple Listeners on the same IP:port';
   }
   g.listeners.push({ host, port, protocol: b?.toLowerCase() ?? (port === 443 ? 'https' : 'http'), text: a });
   return undefined;
@@ -590,8 +694,8 @@ const coreDirectives: DirectiveSpec<CoreServerConfig, CoreDirConfig>[] = [
   directive({ name: 'Options', args: 'RAW_ARGS', where: OR_OPTIONS | ACCESS_CONF | RSRC_CONF, help: 'Set a number of attributes for a given directory', handler: options }),
   directive({ name: 'DefaultType', args: 'TAKE1', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'the default media type for otherwise untyped files (DEPRECATED)', handler: defaultType }),
   directive({ name: 'FileETag', args: 'RAW_ARGS', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'Specify components used to construct a file\'s ETag', handler: fileETag }),
-  directive({ name: 'EnableMMAP', args: 'FLAG', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'Controls whether memory-mapping may be used to read files', handler: onOff('enableMmap') }),
-  directive({ name: 'EnableSendfile', args: 'FLAG', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'Controls whether sendfile may be used to transmit files', handler: onOff('enableSendfile') }),
+  directive({ name: 'EnableMMAP', args: 'TAKE1', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'Controls whether memory-mapping may be used to read files', handler: onOffWord('enableMmap') }),
+  directive({ name: 'EnableSendfile', args: 'TAKE1', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'Controls whether sendfile may be used to transmit files', handler: onOffWord('enableSendfile') }),
   directive({ name: 'CGIPassAuth', args: 'FLAG', where: OR_AUTHCFG | ACCESS_CONF, help: 'Controls whether HTTP authorization headers, normally hidden, will be passed to scripts', handler: onOff('cgiPassAuth') }),
   directive({ name: 'ContentDigest', args: 'FLAG', where: OR_OPTIONS | ACCESS_CONF | RSRC_CONF, help: 'whether or not to send a Content-MD5 header with each request', handler: onOff('contentDigest') }),
   directive({ name: 'ServerName', args: 'TAKE1', where: SRV, help: 'The hostname and port of the server', handler: serverName }),
@@ -614,9 +718,9 @@ const coreDirectives: DirectiveSpec<CoreServerConfig, CoreDirConfig>[] = [
   directive({ name: 'TraceEnable', args: 'TAKE1', where: SRV, help: "'on' (default), 'off' or 'extended' to trace request body content", handler: traceEnable }),
   directive({ name: 'LimitRequestBody', args: 'TAKE1', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Limit (in bytes) on maximum size of request message body', handler: limitRequestBody }),
   directive({ name: 'LimitXMLRequestBody', args: 'TAKE1', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Limit (in bytes) on maximum size of an XML-based request body', handler: limitXmlRequestBody }),
-  directive({ name: 'LimitRequestLine', args: 'TAKE1', where: SRV, help: 'Limit on maximum size of an HTTP request line', handler: limitField('limitRequestLine', 'LimitRequestLine', 0) }),
-  directive({ name: 'LimitRequestFieldsize', args: 'TAKE1', where: SRV, help: 'Limit on maximum size of an HTTP request header field', handler: limitField('limitRequestFieldSize', 'LimitRequestFieldsize', 0) }),
-  directive({ name: 'LimitRequestFields', args: 'TAKE1', where: SRV, help: 'Limit (0 = unlimited) on max number of header fields in a request message', handler: limitField('limitRequestFields', 'LimitRequestFields', 0) }),
+  directive({ name: 'LimitRequestLine', args: 'TAKE1', where: SRV, help: 'Limit on maximum size of an HTTP request line', handler: limitField('limitRequestLine', 'LimitRequestLine') }),
+  directive({ name: 'LimitRequestFieldsize', args: 'TAKE1', where: SRV, help: 'Limit on maximum size of an HTTP request header field', handler: limitField('limitRequestFieldSize', 'LimitRequestFieldsize') }),
+  directive({ name: 'LimitRequestFields', args: 'TAKE1', where: SRV, help: 'Limit (0 = unlimited) on max number of header fields in a request message', handler: limitField('limitRequestFields', 'LimitRequestFields') }),
   directive({ name: 'MaxRanges', args: 'TAKE1', where: DIRS, help: 'Maximum number of Ranges in a request before returning the entire resource, or 0 for unlimited', handler: maxRanges('maxRanges', 'MaxRanges') }),
   directive({ name: 'MaxRangeOverlaps', args: 'TAKE1', where: DIRS, help: 'Maximum number of overlaps in Ranges in a request before returning the entire resource, or 0 for unlimited', handler: maxRanges('maxOverlaps', 'MaxRangeOverlaps') }),
   directive({ name: 'MaxRangeReversals', args: 'TAKE1', where: DIRS, help: 'Maximum number of reversals in Ranges in a request before returning the entire resource, or 0 for unlimited', handler: maxRanges('maxReversals', 'MaxRangeReversals') }),
@@ -629,7 +733,7 @@ const coreDirectives: DirectiveSpec<CoreServerConfig, CoreDirConfig>[] = [
   directive({ name: 'Protocols', args: 'RAW_ARGS', where: SRV, help: 'Controls which protocols are allowed', handler: protocols }),
   directive({ name: 'ProtocolsHonorOrder', args: 'FLAG', where: SRV, help: "'off' (default) or 'on' to respect given order of protocols, by default the client specified order determines selection", handler: (cmd: Cmd) => undefined }),
   directive({ name: 'Error', args: 'RAW_ARGS', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Generate error message from within configuration', handler: errorDirective }),
-  directive({ name: 'Listen', args: 'TAKE12', where: SRV, help: 'A port number or a numeric IP address and a port number, and an optional protocol', handler: listen }),
+  directive({ name: 'Listen', args: 'TAKE_ARGV', where: SRV, help: 'A port number or a numeric IP address and a port number, and an optional protocol', handler: listen }),
   directive({ name: 'ListenBacklog', args: 'TAKE1', where: SRV, help: 'Maximum length of the queue of pending connections, as used by listen(2)', handler: listenBacklog }),
   directive({ name: 'PidFile', args: 'TAKE1', where: SRV, help: 'A file for logging the server process ID', handler: pidFile }),
   directive({ name: 'DefaultRuntimeDir', args: 'TAKE1', where: SRV, help: 'Base directory for temporary files', handler: defaultRuntimeDir }),
@@ -665,10 +769,22 @@ export const core = defineModule<CoreServerConfig, CoreDirConfig>({
   hooks: {
     translateName: { fn: translateName, order: HOOK_REALLY_LAST },
     mapToStorage: { fn: mapToStorage, order: HOOK_REALLY_LAST },
+    typeChecker: { fn: coreTypeChecker, order: HOOK_REALLY_LAST },
     fixups: { fn: coreOverrideType, order: HOOK_REALLY_FIRST },
     handler: { fn: defaultHandler, order: HOOK_REALLY_LAST },
   },
+  configHooks: { checkConfig: reorderDirectories },
 });
+
+/** httpd's ap_core_reorder_directories, for the main server and each virtual host (whose
+ *  list is the main server's sections followed by its own). */
+function reorderDirectories(ctx: ConfigContext): undefined {
+  for (const s of [ctx.mainServer, ...ctx.vhosts]) {
+    const c = coreServer(s);
+    c.secDir = sortDirectorySections(c.secDir);
+  }
+  return undefined;
+}
 
 export function coreDir(r: { perDirConfig: readonly unknown[] }): CoreDirConfig {
   return core.dir(r);

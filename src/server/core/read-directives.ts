@@ -6,8 +6,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CmdParms } from '../config/cmd.js';
 import { ConfigError } from '../config/errors.js';
-import { readConfigFile, describeFsError } from '../config/build.js';
-import { compileWildcard, isWildcard } from './sections.js';
+import { describeFsError } from '../config/build.js';
+import { parseConfig } from '../config/tree.js';
+import { compileWildcard } from './sections.js';
 import { directive, EXEC_ON_READ, OR_ALL, RSRC_CONF, ACCESS_CONF, type DirectiveSpec } from '../module.js';
 import type { CoreDirConfig, CoreServerConfig } from './config.js';
 
@@ -62,113 +63,121 @@ function serverRoot(cmd: Cmd, dir: string): string | undefined {
   return undefined;
 }
 
-/** Files an Include names: a file, a directory (its files, sorted, recursively), or a wildcard. */
-function includeTargets(cmd: Cmd, spec: string, optional: boolean): string[] | string {
-  const full = cmd.serverRootRelative(spec);
-  if (!isWildcard(full)) {
-    let st: fs.Stats;
-    try { st = fs.statSync(full); } catch (e) {
-      if (optional) return [];
-      return `Could not open configuration file ${full}: ${describeFsError(e)}`;
-    }
-    if (st.isDirectory()) return listDirectory(full);
-    return [full];
+/** apr_fnmatch_test: does the text hold a wildcard ('*', '?', or '[' with a closing ']')? */
+function hasWildcard(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === '*' || c === '?') return true;
+    if (c === '\\') { i++; continue; }
+    if (c === '[') return s.indexOf(']', i + 1) >= 0;
   }
-  // Wildcards may appear in the last component only... and in directories (httpd 2.4 allows both).
-  const parts = full.split('/');
-  let bases = ['/'];
-  for (let i = 1; i < parts.length; i++) {
-    const part = parts[i]!;
-    if (part === '') continue;
-    const last = i === parts.length - 1;
-    const next: string[] = [];
-    for (const b of bases) {
-      if (!isWildcard(part)) {
-        next.push(path.join(b, part));
-        continue;
-      }
-      let names: string[];
-      try { names = fs.readdirSync(b).sort(); } catch (e) {
-        if (optional) continue;
-        return `Could not open config directory ${b}: ${describeFsError(e)}`;
-      }
-      const re = compileWildcard(part, true);
-      for (const n of names) {
-        if (n.startsWith('.') && !part.startsWith('.')) continue;
-        if (!re.test(n)) continue;
-        const p = path.join(b, n);
-        if (!last) { try { if (!fs.statSync(p).isDirectory()) continue; } catch { continue; } }
-        next.push(p);
-      }
-    }
-    bases = next;
-  }
-  const files: string[] = [];
-  for (const b of bases) {
-    let st: fs.Stats;
-    try { st = fs.statSync(b); } catch { continue; }
-    if (st.isDirectory()) {
-      const inner = listDirectory(b);
-      if (typeof inner === 'string') return inner;
-      files.push(...inner);
-    } else files.push(b);
-  }
-  if (files.length === 0 && !optional) {
-    const dir = path.dirname(full);
-    return `No matches for the wildcard '${path.basename(full)}' in '${dir}', failing`;
-  }
-  return files;
+  return false;
 }
 
-function listDirectory(dir: string): string[] | string {
-  let names: string[];
-  try { names = fs.readdirSync(dir).sort(); } catch (e) {
-    return `Could not open config directory ${dir}: ${describeFsError(e)}`;
+/** Where an Include's files are read, in httpd's order (ap_process_fnmatch_configs). Each
+ *  file is handed to `read` as it is found, so that an error stops the walk where httpd
+ *  stops. Returns an error text. */
+type ReadFile = (file: string) => string | undefined;
+
+/** A file or a directory: a directory's entries (all but . and ..) sorted, recursively. */
+function includePlain(file: string, read: ReadFile): string | undefined {
+  let st: fs.Stats | undefined;
+  try { st = fs.statSync(file); } catch { st = undefined; }
+  if (st?.isDirectory()) {
+    let names: string[];
+    try { names = fs.readdirSync(file); } catch (e) {
+      return `Could not open config directory ${file}: ${describeFsError(e)}`;
+    }
+    names.sort(byBytes);
+    for (const n of names) {
+      const err = includePlain(path.join(file, n), read);
+      if (err !== undefined) return err;
+    }
+    return undefined;
   }
-  const out: string[] = [];
-  for (const n of names) {
-    if (n.startsWith('.')) continue;
-    const p = path.join(dir, n);
-    let st: fs.Stats;
-    try { st = fs.statSync(p); } catch { continue; }
-    if (st.isDirectory()) {
-      const inner = listDirectory(p);
-      if (typeof inner === 'string') return inner;
-      out.push(...inner);
-    } else out.push(p);
+  return read(file);
+}
+
+function byBytes(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The wildcard walk: `dir` is a directory, `rest` the components still to match. */
+function includeWildcard(dir: string, rest: string, optional: boolean, read: ReadFile): string | undefined {
+  const slash = rest.indexOf('/');
+  const part = slash < 0 ? rest : rest.slice(0, slash);
+  const tail = slash < 0 ? undefined : rest.slice(slash + 1);
+  if (!hasWildcard(part)) {
+    const p = path.join(dir, part);
+    if (tail === undefined) return includePlain(p, read);
+    return includeWildcard(p, tail, optional, read);
   }
-  return out;
+  let entries: fs.Dirent[];
+  try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch (e) {
+    if (optional) return undefined;
+    return `Include/IncludeOptional: Could not open directory ${dir}: ${describeFsError(e)}`;
+  }
+  const re = compileWildcard(part, true);
+  const matches: string[] = [];
+  for (const e of entries) {
+    // APR_FNM_PERIOD: a leading dot is matched only by a leading dot in the pattern.
+    if (e.name.startsWith('.') && !part.startsWith('.')) continue;
+    if (!re.test(e.name)) continue;
+    if (tail !== undefined && !isDirectoryEntry(dir, e)) continue;
+    matches.push(e.name);
+  }
+  if (matches.length === 0) {
+    if (optional) return undefined;
+    return `Include/IncludeOptional: No matches for the wildcard '${part}' in '${dir}', failing`;
+  }
+  matches.sort(byBytes);
+  for (const m of matches) {
+    const p = path.join(dir, m);
+    const err = tail === undefined ? includePlain(p, read) : includeWildcard(p, tail, optional, read);
+    if (err !== undefined) return err;
+  }
+  return undefined;
+}
+
+function isDirectoryEntry(dir: string, e: fs.Dirent): boolean {
+  if (e.isDirectory()) return true;
+  if (!e.isSymbolicLink()) return false;
+  try { return fs.statSync(path.join(dir, e.name)).isDirectory(); } catch { return false; }
 }
 
 function include(optional: boolean) {
   return (cmd: Cmd, spec: string): string | undefined => {
-    if (includeDepth >= MAX_INCLUDE_DEPTH) {
-      return `Exceeded the maximum include directory nesting level of ${MAX_INCLUDE_DEPTH}. You have probably a recursion somewhere.`;
-    }
-    const files = includeTargets(cmd, spec, optional);
-    if (typeof files === 'string') return files;
-    for (const f of files) {
+    const full = cmd.serverRootRelative(spec);
+    const read: ReadFile = (f) => {
+      if (includeDepth >= MAX_INCLUDE_DEPTH) {
+        return `Exceeded maximum include depth of ${MAX_INCLUDE_DEPTH}, There appears to be a recursion.`;
+      }
+      let text: string;
+      try {
+        text = fs.readFileSync(f, 'latin1');
+      } catch (e) {
+        if (optional && (e as { code?: string }).code === 'ENOENT') return undefined;
+        return `Could not open configuration file ${f}: ${describeFsError(e)}`;
+      }
+      cmd.ctx.includes.push({ file: f, depth: includeDepth + 1, line: cmd.line });
       includeDepth++;
       try {
-        cmd.ctx.includes.push({ file: f, depth: includeDepth });
-        let tree;
-        try {
-          tree = readConfigFile(f);
-        } catch (e) {
-          if (e instanceof ConfigError) throw e.wrapIn(cmd.file, cmd.line);
-          return `Could not open configuration file ${f}: ${describeFsError(e)}`;
-        }
-        try {
-          cmd.emit(cmd.expand(tree));
-        } catch (e) {
-          if (e instanceof ConfigError) throw e.wrapIn(cmd.file, cmd.line);
-          throw e;
-        }
+        cmd.emit(cmd.expand(parseConfig(text, f)));
+      } catch (e) {
+        if (e instanceof ConfigError) throw e.wrapIn(cmd.file, cmd.line);
+        throw e;
       } finally {
         includeDepth--;
       }
-    }
-    return undefined;
+      return undefined;
+    };
+    if (!hasWildcard(full)) return includePlain(full, read);
+    // The part before the first wildcard component is taken as it is.
+    const parts = full.split('/');
+    let i = 1;
+    while (i < parts.length - 1 && !hasWildcard(parts[i]!)) i++;
+    const dir = parts.slice(0, i).join('/') || '/';
+    return includeWildcard(dir, parts.slice(i).join('/'), optional, read);
   };
 }
 

@@ -28,3 +28,19 @@ export function resolveHostSync(host: string): string | undefined {
   hosts ??= loadHosts();
   return hosts.get(host.toLowerCase());
 }
+
+let names: Map<string, string> | undefined;
+
+/** The canonical name of an address (the first name /etc/hosts gives it), or undefined. */
+export function reverseLookupSync(ip: string): string | undefined {
+  if (names === undefined) {
+    names = new Map();
+    let text = '';
+    try { text = fs.readFileSync('/etc/hosts', 'utf8'); } catch { /* none */ }
+    for (const line of text.split('\n')) {
+      const [addr, first] = line.replace(/#.*/, '').trim().split(/\s+/);
+      if (addr && first && net.isIP(addr) && !names.has(addr)) names.set(addr, first);
+    }
+  }
+  return names.get(ip);
+}

@@ -80,7 +80,9 @@ function directorySection(isMatch: boolean) {
     }
     const vector = freshVector(cmd, p);
     cmd.walk(cmd.node.children ?? [], childScope(cmd, p, vector, OR_ALL | ACCESS_CONF));
-    const sec = newSection(cmd, 'directory', p, a.regex, wildcard, a.regex ? 0 : countDirs(p), vector);
+    // httpd's d_components: "/" is 0 (always merged first); anything else, regexes included,
+    // counts its slashes, which orders the sections (core_reorder_directories).
+    const sec = newSection(cmd, 'directory', p, a.regex, wildcard, p === '/' ? 0 : countDirs(p), vector);
     cmd.srv.secDir.push(sec);
     return undefined;
   };

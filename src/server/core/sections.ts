@@ -67,7 +67,8 @@ export function countDirs(p: string): number {
   return n;
 }
 
-/** httpd's core_reorder_directories: non-regex before regex, fewer components first, stable. */
+/** httpd's core_reorder_directories: non-regex before regex, then fewer components first (regexes
+ *  too, by the slashes in the pattern), then configuration order. */
 export function sortDirectorySections(secs: Section[]): Section[] {
   return secs
     .map((s, i) => ({ s, i }))
@@ -75,7 +76,7 @@ export function sortDirectorySections(secs: Section[]): Section[] {
       const ar = a.s.regex ? 1 : 0;
       const br = b.s.regex ? 1 : 0;
       if (ar !== br) return ar - br;
-      if (!ar && a.s.depth !== b.s.depth) return a.s.depth - b.s.depth;
+      if (a.s.depth !== b.s.depth) return a.s.depth - b.s.depth;
       return a.i - b.i;
     })
     .map((x) => x.s);

@@ -356,8 +356,8 @@ function handlerFor(letter: string, arg: string | undefined): ItemFn | undefined
     case 'E':
       return (e) => (e.errno ? `(${e.errno.code})${e.errno.text}` : '');
     case 'F':
-      // Source file and line of the log call: plume's log calls carry none.
-      return () => '';
+      // Source file and line of the log call, where the message has one (httpd's APLOG_MARK).
+      return (e) => e.source ?? '';
     case 'i':
       return (e) => {
         const v = arg === undefined ? undefined : e.context?.requestHeader?.(arg);

@@ -3,7 +3,7 @@
 // or a compiled ErrorLogFormat, written to the server's ErrorLog target.
 
 import { aprCtime, nowMicros } from './time.js';
-import { levelName } from './levels.js';
+import { APLOG_DEBUG, levelName } from './levels.js';
 import type { LogSink } from './log-writer.js';
 
 export interface ErrorLogEntry {
@@ -15,6 +15,8 @@ export interface ErrorLogEntry {
   readonly errno?: { readonly code: number; readonly text: string } | undefined;
   readonly client?: { readonly ip: string; readonly port: number } | undefined;
   readonly referer?: string | undefined;
+  /** httpd's APLOG_MARK, "file.c(line)": printed by the default format at debug and above. */
+  readonly source?: string | undefined;
   /** The request or connection the entry belongs to, for ErrorLogFormat items. */
   readonly context?: ErrorLogContext | undefined;
 }
@@ -40,6 +42,7 @@ const pid = process.pid;
 
 export function formatDefault(e: ErrorLogEntry, micros: number): string {
   let s = `[${aprCtime(micros)}] [${e.module}:${levelName(e.level)}] [pid ${pid}:tid ${pid}] `;
+  if (e.source !== undefined && e.level >= APLOG_DEBUG) s += `${e.source}: `;
   if (e.errno) s += `(${e.errno.code})${e.errno.text}: `;
   if (e.client) s += `[client ${e.client.ip}:${e.client.port}] `;
   s += e.message;
@@ -53,12 +56,34 @@ export class ErrorLog {
     private readonly formatter: ErrorLogFormatter = formatDefault,
   ) {}
   write(e: ErrorLogEntry): void {
+    // httpd escapes the message and the referer (ap_escape_errorlog_item in log_error_core).
+    if (NEEDS_ESCAPE.test(e.message) || (e.referer !== undefined && NEEDS_ESCAPE.test(e.referer))) {
+      e = { ...e, message: escapeErrorlogItem(e.message), referer: e.referer === undefined ? undefined : escapeErrorlogItem(e.referer) };
+    }
     const line = this.formatter(e, nowMicros());
     if (line !== null) this.sink.write(line + '\n');
   }
   withFormatter(f: ErrorLogFormatter): ErrorLog {
     return new ErrorLog(this.sink, f);
   }
+}
+
+const NEEDS_ESCAPE = /[\x00-\x1f\x7f-\uffff\\]/;
+const ESCAPES: Record<string, string> = { '\b': '\\b', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\v': '\\v', '\\': '\\\\' };
+
+/** ap_escape_errorlog_item: control characters and bytes above 0x7e as \xHH (or \n, \t...),
+ *  a backslash doubled; strings hold bytes as latin1 characters (wider ones as UTF-8). */
+export function escapeErrorlogItem(s: string): string {
+  let out = '';
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (c >= 0x20 && c < 0x7f && ch !== '\\') { out += ch; continue; }
+    const named = ESCAPES[ch];
+    if (named !== undefined) { out += named; continue; }
+    const bytes = c < 256 ? [c] : [...Buffer.from(ch, 'utf8')];
+    for (const b of bytes) out += '\\x' + b.toString(16).padStart(2, '0');
+  }
+  return out;
 }
 
 /** errno numbers for the Node error codes httpd messages mention. */

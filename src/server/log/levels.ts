@@ -57,17 +57,18 @@ export function applyLogLevel(
 ): LogLevelConfig | string {
   let level = base.level;
   const modules = new Map(base.modules);
+  const bad = 'Log level keyword must be one of emerg/alert/crit/error/warn/notice/info/debug/trace1/.../trace8';
   for (const arg of args) {
     const colon = arg.indexOf(':');
     if (colon < 0) {
       const l = parseLevel(arg);
-      if (l === undefined) return `LogLevel requires level keyword: one of emerg/alert/crit/error/warn/notice/info/debug/trace1/.../trace8`;
+      if (l === undefined) return bad;
       level = l;
       continue;
     }
     const mod = arg.slice(0, colon);
     const lv = parseLevel(arg.slice(colon + 1));
-    if (lv === undefined) return `LogLevel requires level keyword: one of emerg/alert/crit/error/warn/notice/info/debug/trace1/.../trace8`;
+    if (lv === undefined) return `${arg}: ${bad}`;
     const short = knownModule(mod);
     if (short === undefined) return `Cannot find module ${mod}`;
     modules.set(short, lv);

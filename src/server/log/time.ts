@@ -18,12 +18,22 @@ export function aprCtime(micros: number, withMicros = true): string {
   return `${DAYS[d.getDay()]} ${MONTHS[d.getMonth()]} ${p2(d.getDate())} ${p2(d.getHours())}:${p2(d.getMinutes())}:${p2(d.getSeconds())}${withMicros ? '.' + us : ''} ${d.getFullYear()}`;
 }
 
+/** Bumped when the process's time zone changes (process.env.TZ set at run time, as tests do),
+ *  so that the local-time strings cached per second are made again. Reading process.env on
+ *  every request would cost more than formatting. */
+export let timeZoneGeneration = 0;
+export function timeZoneChanged(): void {
+  timeZoneGeneration++;
+  cachedClfSecond = -1;
+}
+
 let cachedClfSecond = -1;
 let cachedClf = '';
 /** The Common Log Format time, local time with the numeric zone offset (cached per second). */
 export function clfTime(ms: number): string {
   const sec = Math.floor(ms / 1000);
-  if (sec === cachedClfSecond) return cachedClf;
+  if (sec === cachedClfSecond && sec * 1000 === ms) return cachedClf;
+  if (sec * 1000 !== ms) return formatClf(new Date(ms));
   cachedClfSecond = sec;
   cachedClf = formatClf(new Date(sec * 1000));
   return cachedClf;

@@ -4,10 +4,10 @@
 import * as fs from 'node:fs';
 import type { Runtime } from '../runtime.js';
 import type { Request } from './request.js';
-import type { CoreDirConfig } from '../core/config.js';
 import { parseConfig } from '../config/tree.js';
 import { expandNodes, walkNodes, dirConfigOf } from '../config/build.js';
 import { ConfigError } from '../config/errors.js';
+import { fsPath } from './walk.js';
 
 export type HtaccessResult =
   | { kind: 'none' }
@@ -22,10 +22,17 @@ interface Entry {
 const caches = new WeakMap<Runtime, Map<string, Entry>>();
 let parseSeq = 0;
 
-export function readHtaccess(rt: Runtime, r: Request, file: string, c: CoreDirConfig): HtaccessResult {
+/** What the walk allows at this level: AllowOverride and AllowOverrideList. */
+export interface Overrides {
+  readonly override: number;
+  readonly overrideOpts: number;
+  readonly overrideList: ReadonlySet<string> | undefined;
+}
+
+export function readHtaccess(rt: Runtime, r: Request, file: string, c: Overrides): HtaccessResult {
   let st: fs.Stats;
   try {
-    st = fs.statSync(file);
+    st = fs.statSync(fsPath(file));
   } catch (e) {
     const code = (e as { code?: string }).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'none' };
@@ -40,7 +47,7 @@ export function readHtaccess(rt: Runtime, r: Request, file: string, c: CoreDirCo
   if (hit && hit.ino === st.ino && hit.size === st.size && hit.mtimeMs === st.mtimeMs && hit.ctimeMs === st.ctimeMs) return hit.result;
   let text: string;
   try {
-    text = fs.readFileSync(file, 'latin1');
+    text = fs.readFileSync(fsPath(file), 'latin1');
   } catch (e) {
     return { kind: 'error', status: 403, message: '', errno: rt.errno(e) };
   }
@@ -50,7 +57,7 @@ export function readHtaccess(rt: Runtime, r: Request, file: string, c: CoreDirCo
   return result;
 }
 
-function parse(rt: Runtime, r: Request, file: string, dir: string, text: string, c: CoreDirConfig): HtaccessResult {
+function parse(rt: Runtime, r: Request, file: string, dir: string, text: string, c: Overrides): HtaccessResult {
   const vector: unknown[] = [];
   const core = rt.ctx.moduleBySymbol('core_module');
   if (core) dirConfigOf(vector, core, dir);

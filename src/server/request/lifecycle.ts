@@ -99,21 +99,27 @@ export async function processRequestInternal(rt: Runtime, r: Request, fileReq = 
   }
 }
 
-/** Runs the handler (httpd's ap_invoke_handler). */
+/** Runs the handler (httpd's ap_invoke_handler). Without a configured handler the content
+ *  type (without parameters) names it; the configured value is put back afterwards, so %R
+ *  logs only a handler that was set. */
 async function invokeHandler(rt: Runtime, r: Request): Promise<number> {
   const c = coreDir(r);
   await runVoid(rt.hooks.insertFilter, r);
   for (const name of c.outputFilters ?? []) rt.addOutputFilter(r, name);
+  const oldHandler = r.handler;
   if (r.handler === undefined) {
-    r.handler = r.contentType !== undefined ? r.contentType.split(';')[0]!.trim().toLowerCase() : '';
+    r.handler = r.contentType !== undefined ? r.contentType.split(';')[0]!.replace(/ +$/, '') : '';
   }
   const res = await runFirst(rt.hooks.handler, r);
+  r.handler = oldHandler;
   if (res === DECLINED) {
-    r.log('core', APLOG_ERR, `AH00524: Handler for ${r.handler} returned invalid result code ${res}`);
+    if (r.handler !== undefined && r.filename !== '') {
+      r.log('core', APLOG_ERR, `AH00523: handler "${r.handler}" not found for: ${r.filename}`);
+    }
     return 500;
   }
   if (res !== OK && res !== DONE && !isValidStatus(res)) {
-    r.log('core', APLOG_ERR, `AH00524: Handler for ${r.handler} returned invalid result code ${res}`);
+    r.log('core', APLOG_ERR, `AH00524: Handler for ${r.handler ?? '(null)'} returned invalid result code ${res}`);
     return 500;
   }
   return res;
@@ -132,42 +138,53 @@ export async function processRequest(rt: Runtime, r: Request): Promise<void> {
   await die(rt, r, status);
 }
 
-/** httpd's ap_die: DONE/OK finish, errors go through ErrorDocument or the canned page. */
-export async function die(rt: Runtime, r: Request, type: number): Promise<void> {
+/**
+ * httpd's ap_die_r: DONE/OK finish, errors go through ErrorDocument or the canned page.
+ * `recursiveError` is the status the request carried in (an internal redirect inherits its
+ * parent's): anything but 200 means an error while serving an ErrorDocument, reported on the
+ * first failing request with the "Additionally..." note and no second ErrorDocument.
+ */
+export async function die(rt: Runtime, r: Request, type: number, recursiveError = 200): Promise<void> {
   if (type === DONE || type === OK) {
-    if (!r.eosSent && type === OK && r.status >= 400 && !r.headersSent) {
+    if (!r.eosSent && type === OK && r.status >= 400 && !r.headersSent && r.prev === null) {
       await sendErrorResponse(rt, r, 0);
       return;
     }
     await finalizeResponse(rt, r);
     return;
   }
-  let recursiveError = 0;
-  let status = type;
-  if (r.status !== 200 && r.prev) {
-    // An error while serving an ErrorDocument: report the original.
-    recursiveError = type;
-    let o: Request = r;
-    while (o.prev && o.prev.status !== 200) o = o.prev;
-    status = o.status;
+  let first: Request = r;
+  let custom: string | undefined;
+  if (recursiveError !== 200) {
+    while (first.prev && first.prev.status !== 200) first = first.prev;
+  } else {
+    custom = errorDocumentFor(r, type);
+    recursiveError = 0;
   }
-  r.status = status;
-  if (dropsConnection(status)) r.connection.keepAlive = false;
-  const custom = recursiveError ? undefined : errorDocumentFor(r, status);
+  r.status = type;
+  if (dropsConnection(type)) r.connection.keepAlive = false;
   if (custom !== undefined && custom !== '' && !custom.startsWith('"')) {
     if (custom.startsWith('/')) {
-      if (r.method !== 'HEAD') r.method = 'GET';
-      await internalRedirectTo(rt, r, custom, true);
+      r.noLocalCopy = true;
+      r.subprocessEnv.set('REQUEST_METHOD', r.method);
+      const notes = r.notes.get('error-notes');
+      if (notes !== undefined) r.subprocessEnv.set('ERROR_NOTES', notes);
+      // The ErrorDocument is fetched with GET (a HEAD stays header-only); the original
+      // method is put back for %<m.
+      const method = r.method;
+      r.method = 'GET';
+      await internalRedirectTo(rt, r, custom);
+      r.method = method;
       return;
     }
     r.status = 302;
     r.headersOut.set('Location', custom);
   }
-  await sendErrorResponse(rt, r, recursiveError);
+  await sendErrorResponse(rt, first, recursiveError);
 }
 
 export function errorDocumentFor(r: Request, status: number): string | undefined {
-  const docs = coreDir(r).errorDocuments;
+  const docs = coreDir(r)?.errorDocuments;
   if (!docs) return undefined;
   return docs.get(status);
 }
@@ -204,54 +221,64 @@ function cloneForRedirect(rt: Runtime, r: Request, uri: string): Request {
   n.uri = typeof decoded === 'number' ? path : decoded;
   n.args = args;
   n.logLevel = r.logLevel;
+  n.perDirConfig = r.server.lookupDefaults;
   return n;
 }
 
 /** ap_internal_redirect: serves `uri` instead; the new request carries REDIRECT_* vars. */
 export async function internalRedirect(rt: Runtime, r: Request, uri: string): Promise<void> {
-  await internalRedirectTo(rt, r, uri, false);
+  await internalRedirectTo(rt, r, uri);
 }
 
-async function internalRedirectTo(rt: Runtime, r: Request, uri: string, forError: boolean): Promise<void> {
+async function internalRedirectTo(rt: Runtime, r: Request, uri: string): Promise<void> {
   let depth = 0;
   for (let p: Request | null = r; p; p = p.prev) depth++;
   if (depth > 10) {
     r.log('core', APLOG_ERR, `AH00124: Request exceeded the limit of 10 internal redirects due to probable configuration error. Use 'LimitInternalRecursion' to increase the limit if necessary. Use 'LogLevel debug' to get a backtrace.`);
-    r.status = 500;
-    await sendErrorResponse(rt, r, 0);
+    await die(rt, r, 500, r.status);
     return;
   }
+  // httpd's internal_internal_redirect: the new request inherits the status (an ErrorDocument
+  // is served with the error's status), the error headers and, for a redirect status, the
+  // Location; the environment is renamed REDIRECT_*.
   const n = cloneForRedirect(rt, r, uri);
   n.prev = r;
   r.next = n;
-  for (const [k, v] of r.subprocessEnv) n.subprocessEnv.set('REDIRECT_' + k, v);
-  if (r.args !== undefined) n.subprocessEnv.set('REDIRECT_QUERY_STRING', r.args);
-  n.subprocessEnv.set('REDIRECT_URL', r.uri);
-  if (forError) {
-    n.subprocessEnv.set('REDIRECT_STATUS', String(r.status));
-    n.errHeadersOut = r.errHeadersOut;
+  n.status = r.status;
+  if (r.status >= 300 && r.status < 400) {
+    const loc = r.headersOut.get('Location');
+    if (loc !== undefined) n.headersOut.set('Location', loc);
   }
-  const errHeaders = r.errHeadersOut;
+  n.errHeadersOut = r.errHeadersOut;
+  n.noLocalCopy = r.noLocalCopy;
+  // (REDIRECT_URL and REDIRECT_QUERY_STRING are CGI variables, made when a script runs.)
+  for (const [k, v] of r.subprocessEnv) n.subprocessEnv.set('REDIRECT_' + k, v);
+  n.subprocessEnv.set('REDIRECT_STATUS', String(r.status));
   let status: number;
   try {
-    status = await processRequestInternal(rt, n);
+    // post_read_request runs again for the new request (mod_setenvif, mod_headers early).
+    status = await runAll(rt.hooks.postReadRequest, n);
+    if (status === OK) status = await processRequestInternal(rt, n);
     if (status === OK) status = await invokeHandler(rt, n);
   } catch (e) {
     n.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
     status = 500;
   }
-  if (forError) {
-    // The error document is served with the original status.
-    if (status === OK && !n.headersSent) n.status = r.status;
-  }
-  void errHeaders;
-  await die(rt, n, status);
+  await die(rt, n, status, n.status);
 }
 
 /** ap_sub_req_lookup_uri: a subrequest through every phase up to fixups. */
 export async function subRequestLookupUri(rt: Runtime, r: Request, uri: string): Promise<Request> {
+  // A relative URI is taken from r's directory (re-escaped, since r.uri is decoded).
+  if (!uri.startsWith('/')) {
+    const dir = r.uri.slice(0, r.uri.lastIndexOf('/') + 1).replace(/[%?]/g, (c) => (c === '%' ? '%25' : '%3f'));
+    uri = dir + uri;
+  }
   const n = cloneForRedirect(rt, r, uri);
   n.main = r;
+  // The subrequest's URI is parsed afresh: no port from the Host header (ap_get_server_port
+  // then falls back to the server's).
+  n.parsedPort = 0;
   n.method = 'GET';
   n.headerOnly = false;
   n.body = null;
@@ -272,9 +299,18 @@ export async function subRequestLookupUri(rt: Runtime, r: Request, uri: string):
 export async function subRequestLookupFile(rt: Runtime, r: Request, filename: string): Promise<Request> {
   const n = cloneForRedirect(rt, r, r.uri);
   n.main = r;
+  n.parsedPort = 0;
   n.method = 'GET';
   n.body = null;
   n.filename = filename;
+  // A file in r's own directory gets the matching URI (<Location> sections then apply to it),
+  // a directory entry with its trailing slash, as ap_sub_req_lookup_file/_dirent do.
+  const fdir = r.filename.slice(0, r.filename.lastIndexOf('/') + 1);
+  if (fdir !== '' && filename.startsWith(fdir)) {
+    const rest = filename.slice(fdir.length);
+    const slash = rest.indexOf('/');
+    if (rest !== '' && (slash < 0 || slash === rest.length - 1)) n.uri = r.uri.slice(0, r.uri.lastIndexOf('/') + 1) + rest;
+  }
   n.perDirConfig = r.perDirConfig;
   let st: number;
   try {

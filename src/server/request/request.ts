@@ -9,6 +9,23 @@ import type { FilterInstance, Brigade } from '../filters.js';
 import { DEFAULT_LOG_LEVEL, levelFor, type LogLevelConfig } from '../log/levels.js';
 import type { MaybePromise } from '../module.js';
 import type { Wire } from '../http/wire.js';
+import type { Section } from '../core/sections.js';
+
+/** Events `plume explain` records (src/cli/explain.ts). Modules add their own kinds by
+ *  declaration merging (mod_authz_core: `authz`, mod_access_compat: `access_compat`). */
+export interface TraceEvents {
+  /** A walk merged a <Directory>, <Location> or <Files> section (also in r.matchedSections). */
+  section: { readonly section: Section };
+  /** The directory walk read a .htaccess file: merged (status OK) or refused (the status the
+   *  request fails with); `at` is r.matchedSections.length then. */
+  htaccess: { readonly file: string; readonly at: number; readonly status: number };
+}
+
+/** The recorder behind `plume explain`: absent when serving, so every report point costs
+ *  one undefined check (`r.trace?.record(...)`). */
+export interface ExplainTrace {
+  record<K extends keyof TraceEvents>(kind: K, event: TraceEvents[K]): void;
+}
 
 export interface ConnRec {
   readonly id: number;
@@ -87,6 +104,8 @@ export class Request {
   perDirConfig: unknown[] = [];
   /** Section ids merged, for the merge cache key and `plume explain`. */
   matchedSections: number[] = [];
+  /** `plume explain`'s recorder (undefined when serving). */
+  trace: ExplainTrace | undefined = undefined;
 
   // ---- content --------------------------------------------------------------------------
   contentType: string | undefined = undefined;
@@ -142,10 +161,11 @@ export class Request {
     return level <= levelFor(this.logLevel, module);
   }
 
-  /** Logs a request message with the client address, as ap_log_rerror. */
-  log(module: string, level: number, message: string, err?: { code: number; text: string }): void {
+  /** Logs a request message with the client address, as ap_log_rerror. `source` is httpd's
+   *  APLOG_MARK ("mod_authz_core.c(815)"), shown at debug and trace levels. */
+  log(module: string, level: number, message: string, err?: { code: number; text: string }, source?: string): void {
     if (level > levelFor(this.logLevel, module)) return;
-    this.rt.logRequest(this, module, level, message, err);
+    this.rt.logRequest(this, module, level, message, err, source);
   }
 
   /** Sends a brigade down the output filter chain (ap_pass_brigade on r->output_filters). */

@@ -46,6 +46,20 @@ export function serverBase(r: Request): Merged {
   return { key: 's' + r.server.id, vec: r.server.lookupDefaults };
 }
 
+/**
+ * Each walk merges the sections it matches with each other first, starting from the first
+ * one (httpd's now_merged), and only then merges that onto the configuration it started
+ * from. Merges are not associative for every module (mod_autoindex's IndexOptions +/-, for
+ * one), so this order is part of the behaviour, not only of the cache.
+ */
+function addToWalk(rt: Runtime, now: Merged | null, key: string, vec: unknown[]): Merged {
+  return now ? mergeCachedStep(rt, now.key, now.vec, key, vec) : { key, vec };
+}
+
+function finishWalk(rt: Runtime, from: Merged, now: Merged | null): Merged {
+  return now ? mergeCachedStep(rt, from.key, from.vec, '(' + now.key + ')', now.vec) : from;
+}
+
 // ---- <Location> ------------------------------------------------------------------------
 export function locationMatches(sec: Section, uri: string): boolean {
   if (sec.regex) return sec.regex.test(uri);
@@ -59,15 +73,16 @@ export function locationMatches(sec: Section, uri: string): boolean {
 /** Applies matching <Location> sections on top of `from`. */
 export function locationWalk(rt: Runtime, r: Request, from: Merged): Merged {
   const secs = coreServer(r.server).secUrl;
-  let cur = from;
-  if (secs.length === 0) return cur;
+  if (secs.length === 0) return from;
   const uri = collapseSlashes(r.uri);
+  let now: Merged | null = null;
   for (const sec of secs) {
     if (!locationMatches(sec, uri)) continue;
-    cur = mergeCachedStep(rt, cur.key, cur.vec, 'L' + sec.id, sec.vector);
+    now = addToWalk(rt, now, 'L' + sec.id, sec.vector);
     r.matchedSections.push(sec.id);
+    r.trace?.record('section', { section: sec });
   }
-  return cur;
+  return finishWalk(rt, from, now);
 }
 
 function collapseSlashes(u: string): string {
@@ -80,14 +95,15 @@ export function fileWalk(rt: Runtime, r: Request, from: Merged): Merged {
   if (!secs || secs.length === 0) return from;
   const slash = r.filename.lastIndexOf('/');
   const test = slash < 0 ? r.filename : r.filename.slice(slash + 1);
-  let cur = from;
+  let now: Merged | null = null;
   for (const sec of secs) {
     const ok = sec.regex ? sec.regex.test(test) : sec.wildcard ? sec.wildcard.test(test) : sec.path === test;
     if (!ok) continue;
-    cur = mergeCachedStep(rt, cur.key, cur.vec, 'F' + sec.id, sec.vector);
+    now = addToWalk(rt, now, 'F' + sec.id, sec.vector);
     r.matchedSections.push(sec.id);
+    r.trace?.record('section', { section: sec });
   }
-  return cur;
+  return finishWalk(rt, from, now);
 }
 
 // ---- <Directory> and .htaccess -----------------------------------------------------------
@@ -95,12 +111,44 @@ export function fileWalk(rt: Runtime, r: Request, from: Merged): Merged {
 /** Result of the directory walk: a merged config, or an HTTP status to fail with. */
 export type DirWalkResult = Merged | number;
 
-function optsOf(vec: readonly unknown[]): number {
-  return coreDir({ perDirConfig: vec }).opts;
+/** The walk's running Options and AllowOverride (httpd's core_opts_t): what the walked levels
+ *  give on top of the starting configuration, kept apart from the walk's own merge. */
+interface CoreOpts {
+  opts: number;
+  add: number;
+  remove: number;
+  override: number;
+  overrideOpts: number;
+  overrideList: ReadonlySet<string> | undefined;
+}
+
+function coreOptsOf(vec: readonly unknown[]): CoreOpts {
+  const c = coreDir({ perDirConfig: vec });
+  return { opts: c.opts, add: c.optsAdd, remove: c.optsRemove, override: c.override, overrideOpts: c.overrideOpts, overrideList: c.overrideList };
+}
+
+/** core_opts_merge: a section's (or .htaccess file's) Options and AllowOverride. */
+function coreOptsMerge(o: CoreOpts, vec: readonly unknown[]): void {
+  const c = coreDir({ perDirConfig: vec }) as CoreDirConfig | undefined;
+  if (!c) return;
+  if (c.opts & OPT_UNSET) {
+    o.add = (o.add & ~c.optsRemove) | c.optsAdd;
+    o.remove = (o.remove & ~c.optsAdd) | c.optsRemove;
+    o.opts = (o.opts & ~o.remove) | o.add;
+  } else {
+    o.opts = c.opts;
+    o.add = c.optsAdd;
+    o.remove = c.optsRemove;
+  }
+  if (!(c.override & OR_UNSET)) {
+    o.override = c.override;
+    o.overrideOpts = c.overrideOpts;
+  }
+  if (c.overrideList !== undefined) o.overrideList = c.overrideList;
 }
 
 /** Whether .htaccess files are read at this level (never, when AllowOverride was never set). */
-function overridesActive(c: CoreDirConfig): boolean {
+function overridesActive(c: CoreOpts): boolean {
   if (c.override & OR_UNSET) return false;
   return (c.override & ~OR_UNSET) !== OR_NONE || (c.overrideList !== undefined && c.overrideList.size > 0);
 }
@@ -118,7 +166,8 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
   // Split into components; walk from "/" down, stopping at the first that does not exist.
   const parts = filename.split('/').filter((p, i, a) => p !== '' || i === a.length - 1);
   const trailingSlash = filename.endsWith('/');
-  let cur = from;
+  let now: Merged | null = null;
+  const run = coreOptsOf(from.vec);
   let secIdx = 0;
   let dir = '/';
   let depth = 1; // components in `dir`, counted as httpd does: the number of slashes
@@ -133,27 +182,32 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
       if (sec.depth > dDepth) break;
       const ok = sec.wildcard ? sec.wildcard.test(d.length > 1 ? d.slice(0, -1) : d) : sec.path === d;
       if (!ok) continue;
-      cur = mergeCachedStep(rt, cur.key, cur.vec, 'D' + sec.id, sec.vector);
+      coreOptsMerge(run, sec.vector);
+      now = addToWalk(rt, now, 'D' + sec.id, sec.vector);
       r.matchedSections.push(sec.id);
+      r.trace?.record('section', { section: sec });
     }
   };
 
   const applyHtaccess = (d: string): number => {
-    const c = coreDir({ perDirConfig: cur.vec });
-    if (!overridesActive(c)) return OK;
+    if (!overridesActive(run)) return OK;
     for (const name of accessNames) {
       const file = d + name;
-      const res: HtaccessResult = readHtaccess(rt, r, file, c);
+      const res: HtaccessResult = readHtaccess(rt, r, file, run);
       if (res.kind === 'none') continue;
       if (res.kind === 'error') {
         if (res.status === 403) {
-          r.log('core', APLOG_CRIT, `AH00529: ${file} pcfg_openfile: unable to check htaccess file, ensure it is readable and that '${d.length > 1 ? d.slice(0, -1) : d}' is executable`, res.errno);
+          r.log('core', APLOG_CRIT, `AH00529: ${file} pcfg_openfile: unable to check htaccess file, ensure it is readable and that '${d}' is executable`, res.errno);
+          r.notes.set('error-notes', 'Server unable to read htaccess file, denying access to be safe');
         } else {
           r.log('core', APLOG_ALERT, `${file}: ${res.message}`);
         }
+        r.trace?.record('htaccess', { file, at: r.matchedSections.length, status: res.status });
         return res.status;
       }
-      cur = mergeCachedStep(rt, cur.key, cur.vec, 'H' + res.key, res.vector);
+      coreOptsMerge(run, res.vector);
+      now = addToWalk(rt, now, 'H' + res.key, res.vector);
+      r.trace?.record('htaccess', { file, at: r.matchedSections.length, status: OK });
       break;
     }
     return OK;
@@ -163,16 +217,48 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
   applySectionsAt('/', depth);
   const st0 = applyHtaccess('/');
   if (st0 !== OK) return st0;
-  finfo = statOrNull('/');
+  if (comps.length === 0) finfo = statOrNull('/');
 
+  // One stat() of the whole path, made when the first level that follows symlinks freely is
+  // reached: where Options allow FollowSymLinks (without SymLinksIfOwnerMatch), a component's
+  // lstat() would only say whether it exists and is a directory, and a successful stat() of the
+  // full path says both for every component. Any failure falls back to the per-component walk,
+  // which finds the path info and logs what httpd logs.
+  let fullStat: fs.Stats | null | undefined;
   for (let i = 0; i < comps.length; i++) {
     const comp = comps[i]!;
     const isLast = i === comps.length - 1;
     const candidate = dir + comp;
-    const opts = optsOf(cur.vec) & ~OPT_UNSET;
+    const opts = run.opts & ~OPT_UNSET;
+    if ((opts & OPT_SYM_LINKS) !== 0 && (opts & OPT_SYM_OWNER) === 0) {
+      if (fullStat === undefined) fullStat = statOrNull('/' + comps.join('/'));
+      if (fullStat !== null) {
+        if (!isLast) {
+          dir = candidate + '/';
+          depth++;
+          applySectionsAt(dir, depth);
+          const sth = applyHtaccess(dir);
+          if (sth !== OK) return sth;
+          continue;
+        }
+        finfo = fullStat;
+        if (!fullStat.isDirectory()) {
+          r.filename = candidate;
+          r.pathInfo = trailingSlash ? '/' : '';
+          r.finfo = fullStat;
+          return finishWalk(rt, from, finishRegex(rt, r, now, run, secs, secIdx));
+        }
+        dir = candidate + '/';
+        depth++;
+        applySectionsAt(dir, depth);
+        const sth = applyHtaccess(dir);
+        if (sth !== OK) return sth;
+        continue;
+      }
+    }
     let lst: fs.Stats;
     try {
-      lst = fs.lstatSync(candidate);
+      lst = fs.lstatSync(fsPath(candidate));
     } catch (e) {
       const code = (e as { code?: string }).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') {
@@ -184,10 +270,10 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
         r.filename = filename;
         r.pathInfo = pathInfo;
         r.finfo = null;
-        return finishRegex(rt, r, cur, secs, secIdx);
+        return finishWalk(rt, from, finishRegex(rt, r, now, run, secs, secIdx));
       }
       if (code === 'EACCES') {
-        r.log('core', APLOG_ERR, `AH00035: access to ${r.uri} denied (filesystem path '${candidate}') because search permissions are missing on a component of the path`);
+        r.log('core', APLOG_ERR, `AH00035: access to ${r.uri} denied (filesystem path '${candidate}') because search permissions are missing on a component of the path`, rt.errno(e));
         return 403;
       }
       r.log('core', APLOG_ERR, `AH00036: access to ${r.uri} failed (filesystem path '${candidate}')`, rt.errno(e));
@@ -221,7 +307,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
       r.filename = candidate;
       r.pathInfo = pathInfo;
       r.finfo = st;
-      return finishRegex(rt, r, cur, secs, secIdx);
+      return finishWalk(rt, from, finishRegex(rt, r, now, run, secs, secIdx));
     }
     dir = candidate + '/';
     depth++;
@@ -233,25 +319,34 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
   r.filename = comps.length === 0 ? '/' : dir.length > 1 && !trailingSlash ? dir.slice(0, -1) : dir;
   r.pathInfo = '';
   r.finfo = finfo;
-  return finishRegex(rt, r, cur, secs, secIdx);
+  return finishWalk(rt, from, finishRegex(rt, r, now, run, secs, secIdx));
 }
 
-function finishRegex(rt: Runtime, r: Request, from: Merged, secs: readonly Section[], start: number): Merged {
+function finishRegex(rt: Runtime, r: Request, from: Merged | null, run: CoreOpts, secs: readonly Section[], start: number): Merged | null {
   let cur = from;
   // Remaining non-regex sections are deeper than the path: skip to the regex ones.
   let i = start;
   while (i < secs.length && !secs[i]!.regex) i++;
   if (i >= secs.length) return cur;
-  const test = r.finfo && r.finfo.isDirectory() && !r.filename.endsWith('/') ? r.filename + '/' : r.filename;
+  // Tested against the walked filename as it stands: a file's full path, a directory with a
+  // trailing slash only when the URL had one (httpd matches r->filename).
+  const test = r.filename;
   for (; i < secs.length; i++) {
     const sec = secs[i]!;
-    if (!sec.regex!.test(test)) continue;
-    cur = mergeCachedStep(rt, cur.key, cur.vec, 'D' + sec.id, sec.vector);
+    if (!sec.regex || !sec.regex.test(test)) continue;
+    coreOptsMerge(run, sec.vector);
+    cur = addToWalk(rt, cur, 'D' + sec.id, sec.vector);
     r.matchedSections.push(sec.id);
+    r.trace?.record('section', { section: sec });
   }
   return cur;
 }
 
 function statOrNull(p: string): fs.Stats | null {
-  try { return fs.statSync(p); } catch { return null; }
+  try { return fs.statSync(fsPath(p), { throwIfNoEntry: false }) ?? null; } catch { return null; }
+}
+
+/** Paths are byte strings (one char per byte, as URLs decode): give the file system the bytes. */
+export function fsPath(p: string): string | Buffer {
+  return /^[\x00-\x7f]*$/.test(p) ? p : Buffer.from(p, 'latin1');
 }

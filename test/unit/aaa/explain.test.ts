@@ -124,6 +124,7 @@ for (const id of CASES) {
       if (r.raw !== undefined) continue;
       const what = `${r.method ?? 'GET'} ${r.path ?? '/'} from ${r.client ?? '127.0.0.1'}${r.headers ? ' with credentials ' + JSON.stringify(r.headers) : ''}`;
       const served = await ask(s, r);
+      if (served.status === 403) assert.ok(served.errorLog.length > 0, `${what}: the server logged nothing`);
       const rep = await explain(s, r);
       assert.equal(rep.decision.status, served.status, `${what}: explain says ${rep.decision.statusLine}, the server answered ${served.status}\n${renderText(rep)}`);
       assert.equal(rep.decision.granted, served.status === 200, what);

@@ -15,6 +15,7 @@ import { ServerRec } from '../../../src/server/server-rec.js';
 import { ErrorLog, formatDefault, type ErrorLogEntry } from '../../../src/server/log/error-log.js';
 import type { LogSink } from '../../../src/server/log/log-writer.js';
 import { levelName } from '../../../src/server/log/levels.js';
+import { timeZoneChanged } from '../../../src/server/log/time.js';
 import logConfig from '../../../src/modules/loggers/mod_log_config.js';
 import logio from '../../../src/modules/loggers/mod_logio.js';
 
@@ -177,11 +178,13 @@ export function withTz<T>(tz: string | undefined, fn: () => T): T {
   const old = process.env['TZ'];
   if (tz === undefined) delete process.env['TZ'];
   else process.env['TZ'] = tz;
+  timeZoneChanged();
   try {
     return fn();
   } finally {
     if (old === undefined) delete process.env['TZ'];
     else process.env['TZ'] = old;
+    timeZoneChanged();
   }
 }
 
