@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import type { Request } from '../request/request.js';
 import { DECLINED, OK, DONE } from '../module.js';
 import { coreDir, coreServer } from './core-module.js';
-import { directoryWalk, fileWalk, type Merged } from '../request/walk.js';
+import { directoryWalk, fileWalk, serverBase, type Merged } from '../request/walk.js';
 import { APLOG_INFO, APLOG_ERR } from '../log/levels.js';
 import { EOS, type Bucket } from '../filters.js';
 import { toHttpDate } from '../log/time.js';
@@ -32,17 +32,16 @@ export const DEFAULT_DOCROOT = '/usr/local/apache2/htdocs';
 /** Directory walk, then file walk (httpd's core_map_to_storage). The merged result is
  *  left in r.perDirConfig; the location walk is applied after by the lifecycle. */
 export function mapToStorage(r: Request): number {
-  const base: Merged = { key: 's' + r.server.id, vec: r.server.lookupDefaults };
-  const d = directoryWalk(r.rt, r, base);
+  const d = directoryWalk(r.rt, r, serverBase(r));
   if (typeof d === 'number') return d;
   const f = fileWalk(r.rt, r, d);
   r.perDirConfig = f.vec;
-  mergedKeys.set(r, f.key);
+  mergedKeys.set(r, f);
   return OK;
 }
 
-/** The merge-cache key of the storage walk, for the lifecycle's location step. */
-export const mergedKeys = new WeakMap<Request, string>();
+/** The merge-cache node of the storage walk, for the lifecycle's location step. */
+export const mergedKeys = new WeakMap<Request, Merged>();
 
 /** httpd's do_nothing, the core's last type checker: without mod_mime a request simply has
  *  no type (never "couldn't find types"). */

@@ -4,7 +4,7 @@
 
 import type { Runtime } from '../runtime.js';
 import { Request } from './request.js';
-import { DECLINED, DONE, OK } from '../module.js';
+import { DECLINED, DONE, OK, type MaybePromise } from '../module.js';
 import { runAll, runFirst, runVoid } from '../hooks.js';
 import { locationWalk, serverBase, type Merged } from './walk.js';
 import { mergedKeys } from '../core/core-hooks.js';
@@ -28,114 +28,144 @@ function applyLogLevel(r: Request): void {
   r.logLevel = coreDir(r).logLevel ?? r.server.logLevel ?? DEFAULT_LOG_LEVEL;
 }
 
-/** Every phase from translation to fixups. Returns OK or an HTTP status. */
-export async function processRequestInternal(rt: Runtime, r: Request, fileReq = false): Promise<number> {
-  const h = rt.hooks;
+/** Continues with `k` once `v` is known: synchronously when it already is, so a request whose
+ *  hooks all answer at once never waits for the microtask queue. */
+function then<T, U>(v: MaybePromise<T>, k: (x: T) => MaybePromise<U>): MaybePromise<U> {
+  return v instanceof Promise ? v.then(k) : k(v);
+}
+
+/** Every phase from translation to fixups. Returns OK or an HTTP status. The phases run
+ *  synchronously until a hook returns a promise. */
+export function processRequestInternal(rt: Runtime, r: Request, fileReq = false): MaybePromise<number> {
   r.matchedSections = [];
-  if (!fileReq) {
-    const early = locationWalk(rt, r, serverBase(r));
-    r.perDirConfig = early.vec;
-    applyLogLevel(r);
-    const t = await runFirst(h.translateName, r);
-    if (t !== OK) return declDie(r, t, 'translate');
-  }
+  if (fileReq) return storagePhase(rt, r);
+  const early = locationWalk(rt, r, serverBase(r));
+  r.perDirConfig = early.vec;
+  applyLogLevel(r);
+  return then(runFirst(rt.hooks.translateName, r), (t) => (t !== OK ? declDie(r, t, 'translate') : storagePhase(rt, r)));
+}
+
+function storagePhase(rt: Runtime, r: Request): MaybePromise<number> {
   r.perDirConfig = r.server.lookupDefaults;
   r.matchedSections = [];
-  const m = await runFirst(h.mapToStorage, r);
-  if (m !== OK && m !== DECLINED) return m;
-  const storage: Merged = { key: mergedKeys.get(r) ?? 'x' + Math.random(), vec: r.perDirConfig };
-  const full = locationWalk(rt, r, storage);
-  r.perDirConfig = full.vec;
-  applyLogLevel(r);
+  return then(runFirst(rt.hooks.mapToStorage, r), (m) => {
+    if (m !== OK && m !== DECLINED) return m;
+    const walked = mergedKeys.get(r);
+    const storage: Merged = walked !== undefined && walked.vec === r.perDirConfig ? walked : { key: 'x' + Math.random(), vec: r.perDirConfig };
+    const full = locationWalk(rt, r, storage);
+    r.perDirConfig = full.vec;
+    applyLogLevel(r);
+    if (r.main !== null) return accessPhase(rt, r);
+    return then(runAll(rt.hooks.headerParser, r), (hp) => (hp !== OK ? hp : accessPhase(rt, r)));
+  });
+}
 
-  if (r.main === null) {
-    const hp = await runAll(h.headerParser, r);
-    if (hp !== OK) return hp;
-  }
-
-  // Authentication and authorization, skipped when an earlier request on the same
-  // configuration already passed them (internal redirects and subrequests).
+/** Authentication and authorization, skipped when an earlier request on the same
+ *  configuration already passed them (internal redirects and subrequests). */
+function accessPhase(rt: Runtime, r: Request): MaybePromise<number> {
+  const h = rt.hooks;
   if (r.prev && r.prev.perDirConfig === r.perDirConfig) {
     r.user = r.prev.user;
     r.apAuthType = r.prev.apAuthType;
-  } else if (r.main && r.main.perDirConfig === r.perDirConfig) {
+    return typePhase(rt, r);
+  }
+  if (r.main && r.main.perDirConfig === r.perDirConfig) {
     r.user = r.main.user;
     r.apAuthType = r.main.apAuthType;
-  } else {
-    const sat = satisfies(r);
-    if (sat === 'any') {
-      const a = await runAll(h.accessChecker, r);
-      if (a !== OK) {
-        const st = await authPhases(r, '00028');
-        if (st !== OK) return st;
-      }
-    } else {
-      const a = await runAll(h.accessChecker, r);
-      if (a !== OK) return declDie(r, a, 'check access (with Satisfy All)');
-      const st = await authPhases(r, '00027');
-      if (st !== OK) return st;
-    }
+    return typePhase(rt, r);
   }
+  if (satisfies(r) === 'any') {
+    return then(runAll(h.accessChecker, r), (a) => {
+      if (a === OK) return typePhase(rt, r);
+      return then(authPhases(rt, r, '00028'), (st) => (st !== OK ? st : typePhase(rt, r)));
+    });
+  }
+  return then(runAll(h.accessChecker, r), (a) => {
+    if (a !== OK) return declDie(r, a, 'check access (with Satisfy All)');
+    return then(authPhases(rt, r, '00027'), (st) => (st !== OK ? st : typePhase(rt, r)));
+  });
+}
 
-  const tc = await runFirst(h.typeChecker, r);
-  if (tc !== OK) return declDie(r, tc, 'find types');
-  const fx = await runAll(h.fixups, r);
-  if (fx !== OK) return fx;
-  return OK;
-
-  async function authPhases(r: Request, noAuthTag: string): Promise<number> {
-    const ax = await runFirst(h.accessCheckerEx, r);
+function authPhases(rt: Runtime, r: Request, noAuthTag: string): MaybePromise<number> {
+  const h = rt.hooks;
+  return then(runFirst(h.accessCheckerEx, r), (ax) => {
     if (ax === OK) return OK;
     if (ax !== DECLINED) return declDie(r, ax, 'check access');
-    const u = await runFirst(h.checkUserId, r);
-    if (u !== OK) return declDie(r, u, 'check user');
-    if (r.user === undefined) {
-      r.log('core', APLOG_ERR, `AH${noAuthTag}: No authentication done but request not allowed without authentication for ${r.uri}. Authentication not configured?`);
-      return declDie(r, 500, 'check user');
-    }
-    const z = await runFirst(h.authChecker, r);
-    if (z !== OK) return declDie(r, z, 'check authorization');
-    return OK;
-  }
+    return then(runFirst(h.checkUserId, r), (u) => {
+      if (u !== OK) return declDie(r, u, 'check user');
+      if (r.user === undefined) {
+        r.log('core', APLOG_ERR, `AH${noAuthTag}: No authentication done but request not allowed without authentication for ${r.uri}. Authentication not configured?`);
+        return declDie(r, 500, 'check user');
+      }
+      return then(runFirst(h.authChecker, r), (z) => (z !== OK ? declDie(r, z, 'check authorization') : OK));
+    });
+  });
+}
+
+function typePhase(rt: Runtime, r: Request): MaybePromise<number> {
+  return then(runFirst(rt.hooks.typeChecker, r), (tc) => {
+    if (tc !== OK) return declDie(r, tc, 'find types');
+    return runAll(rt.hooks.fixups, r);
+  });
 }
 
 /** Runs the handler (httpd's ap_invoke_handler). Without a configured handler the content
  *  type (without parameters) names it; the configured value is put back afterwards, so %R
  *  logs only a handler that was set. */
-async function invokeHandler(rt: Runtime, r: Request): Promise<number> {
-  const c = coreDir(r);
-  await runVoid(rt.hooks.insertFilter, r);
-  for (const name of c.outputFilters ?? []) rt.addOutputFilter(r, name);
-  const oldHandler = r.handler;
-  if (r.handler === undefined) {
-    r.handler = r.contentType !== undefined ? r.contentType.split(';')[0]!.replace(/ +$/, '') : '';
+function invokeHandler(rt: Runtime, r: Request): MaybePromise<number> {
+  return then(runVoid(rt.hooks.insertFilter, r), () => {
+    const c = coreDir(r);
+    if (c.outputFilters !== undefined) for (const name of c.outputFilters) rt.addOutputFilter(r, name);
+    const oldHandler = r.handler;
+    if (r.handler === undefined) r.handler = r.contentType !== undefined ? handlerForType(r.contentType) : '';
+    return then(runFirst(rt.hooks.handler, r), (res) => {
+      r.handler = oldHandler;
+      if (res === DECLINED) {
+        if (r.handler !== undefined && r.filename !== '') {
+          r.log('core', APLOG_ERR, `AH00523: handler "${r.handler}" not found for: ${r.filename}`);
+        }
+        return 500;
+      }
+      if (res !== OK && res !== DONE && !isValidStatus(res)) {
+        r.log('core', APLOG_ERR, `AH00524: Handler for ${r.handler ?? '(null)'} returned invalid result code ${res}`);
+        return 500;
+      }
+      return res;
+    });
+  });
+}
+
+/** The handler name a content type stands for: its media type, trailing blanks removed. */
+const typeHandlers = new Map<string, string>();
+function handlerForType(t: string): string {
+  let h = typeHandlers.get(t);
+  if (h === undefined) {
+    h = t.split(';')[0]!.replace(/ +$/, '');
+    if (typeHandlers.size >= 1024) typeHandlers.clear();
+    typeHandlers.set(t, h);
   }
-  const res = await runFirst(rt.hooks.handler, r);
-  r.handler = oldHandler;
-  if (res === DECLINED) {
-    if (r.handler !== undefined && r.filename !== '') {
-      r.log('core', APLOG_ERR, `AH00523: handler "${r.handler}" not found for: ${r.filename}`);
-    }
-    return 500;
+  return h;
+}
+
+function internalError(r: Request, e: unknown): number {
+  r.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
+  return 500;
+}
+
+/** The phases then the handler; a thrown error or a rejected promise is a 500. */
+function runRequest(rt: Runtime, r: Request): MaybePromise<number> {
+  let v: MaybePromise<number>;
+  try {
+    v = then(processRequestInternal(rt, r), (st) => (st === OK ? invokeHandler(rt, r) : st));
+  } catch (e) {
+    return internalError(r, e);
   }
-  if (res !== OK && res !== DONE && !isValidStatus(res)) {
-    r.log('core', APLOG_ERR, `AH00524: Handler for ${r.handler ?? '(null)'} returned invalid result code ${res}`);
-    return 500;
-  }
-  return res;
+  return v instanceof Promise ? v.catch((e: unknown) => internalError(r, e)) : v;
 }
 
 /** Processes a request to the end: phases, handler, error handling (ap_process_request). */
-export async function processRequest(rt: Runtime, r: Request): Promise<void> {
-  let status: number;
-  try {
-    status = await processRequestInternal(rt, r);
-    if (status === OK) status = await invokeHandler(rt, r);
-  } catch (e) {
-    r.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
-    status = 500;
-  }
-  await die(rt, r, status);
+export function processRequest(rt: Runtime, r: Request): MaybePromise<void> {
+  return then(runRequest(rt, r), (status) => die(rt, r, status));
 }
 
 /**
@@ -144,7 +174,13 @@ export async function processRequest(rt: Runtime, r: Request): Promise<void> {
  * parent's): anything but 200 means an error while serving an ErrorDocument, reported on the
  * first failing request with the "Additionally..." note and no second ErrorDocument.
  */
-export async function die(rt: Runtime, r: Request, type: number, recursiveError = 200): Promise<void> {
+export function die(rt: Runtime, r: Request, type: number, recursiveError = 200): MaybePromise<void> {
+  // The common case: the handler sent everything.
+  if ((type === DONE || type === OK) && r.eosSent) return;
+  return dieSlow(rt, r, type, recursiveError);
+}
+
+async function dieSlow(rt: Runtime, r: Request, type: number, recursiveError: number): Promise<void> {
   if (type === DONE || type === OK) {
     if (!r.eosSent && type === OK && r.status >= 400 && !r.headersSent && r.prev === null) {
       await sendErrorResponse(rt, r, 0);

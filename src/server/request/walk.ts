@@ -27,7 +27,7 @@ function cached(rt: Runtime): Map<string, unknown[]> {
 }
 
 /** Merges `add` onto `base` where both are identified, caching the result. */
-function mergeCachedStep(rt: Runtime, baseKey: string, base: readonly unknown[], addKey: string, add: readonly unknown[]): { key: string; vec: unknown[] } {
+function mergeCachedStep(rt: Runtime, baseKey: string, base: readonly unknown[], addKey: string, add: readonly unknown[]): Merged {
   const key = baseKey + '|' + addKey;
   const cache = cached(rt);
   let v = cache.get(key);
@@ -39,11 +39,49 @@ function mergeCachedStep(rt: Runtime, baseKey: string, base: readonly unknown[],
   return { key, vec: v };
 }
 
-export interface Merged { key: string; vec: unknown[] }
+export interface Merged {
+  key: string;
+  vec: unknown[];
+  /** What merging a given contribution (a section, a parsed .htaccess vector, or another
+   *  merged walk) onto this gives: repeated requests follow these object-keyed links instead
+   *  of building and hashing key strings. */
+  next?: Map<object, Merged>;
+}
 
-/** The server's own level: lookup_defaults. */
+/** Merges contribution `by` (vector `add`, named `addKey()` in the string cache) onto `from`,
+ *  following the link the last request that did the same left. */
+function mergeStep(rt: Runtime, from: Merged, by: object, addKey: string, add: readonly unknown[]): Merged {
+  let next = from.next;
+  if (next === undefined) { next = new Map(); from.next = next; }
+  let m = next.get(by);
+  if (m === undefined) {
+    m = mergeCachedStep(rt, from.key, from.vec, addKey, add);
+    if (next.size >= 1024) next.clear();
+    next.set(by, m);
+  }
+  return m;
+}
+
+const serverBases = new WeakMap<object, Merged>();
+/** The server's own level: lookup_defaults (one object per server, so its links are kept). */
 export function serverBase(r: Request): Merged {
-  return { key: 's' + r.server.id, vec: r.server.lookupDefaults };
+  let m = serverBases.get(r.server);
+  if (m === undefined || m.vec !== r.server.lookupDefaults) {
+    m = { key: 's' + r.server.id, vec: r.server.lookupDefaults };
+    serverBases.set(r.server, m);
+  }
+  return m;
+}
+
+/** The first contribution of a walk, as a node of its own (one per section or .htaccess). */
+const walkRoots = new WeakMap<object, Merged>();
+function walkRoot(by: object, key: string, vec: unknown[]): Merged {
+  let m = walkRoots.get(by);
+  if (m === undefined || m.vec !== vec) {
+    m = { key, vec };
+    walkRoots.set(by, m);
+  }
+  return m;
 }
 
 /**
@@ -52,12 +90,12 @@ export function serverBase(r: Request): Merged {
  * from. Merges are not associative for every module (mod_autoindex's IndexOptions +/-, for
  * one), so this order is part of the behaviour, not only of the cache.
  */
-function addToWalk(rt: Runtime, now: Merged | null, key: string, vec: unknown[]): Merged {
-  return now ? mergeCachedStep(rt, now.key, now.vec, key, vec) : { key, vec };
+function addToWalk(rt: Runtime, now: Merged | null, by: object, key: string, vec: unknown[]): Merged {
+  return now ? mergeStep(rt, now, by, key, vec) : walkRoot(by, key, vec);
 }
 
 function finishWalk(rt: Runtime, from: Merged, now: Merged | null): Merged {
-  return now ? mergeCachedStep(rt, from.key, from.vec, '(' + now.key + ')', now.vec) : from;
+  return now ? mergeStep(rt, from, now, '(' + now.key + ')', now.vec) : from;
 }
 
 // ---- <Location> ------------------------------------------------------------------------
@@ -78,7 +116,7 @@ export function locationWalk(rt: Runtime, r: Request, from: Merged): Merged {
   let now: Merged | null = null;
   for (const sec of secs) {
     if (!locationMatches(sec, uri)) continue;
-    now = addToWalk(rt, now, 'L' + sec.id, sec.vector);
+    now = addToWalk(rt, now, sec, 'L' + sec.id, sec.vector);
     r.matchedSections.push(sec.id);
     r.trace?.record('section', { section: sec });
   }
@@ -99,7 +137,7 @@ export function fileWalk(rt: Runtime, r: Request, from: Merged): Merged {
   for (const sec of secs) {
     const ok = sec.regex ? sec.regex.test(test) : sec.wildcard ? sec.wildcard.test(test) : sec.path === test;
     if (!ok) continue;
-    now = addToWalk(rt, now, 'F' + sec.id, sec.vector);
+    now = addToWalk(rt, now, sec, 'F' + sec.id, sec.vector);
     r.matchedSections.push(sec.id);
     r.trace?.record('section', { section: sec });
   }
@@ -183,7 +221,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
       const ok = sec.wildcard ? sec.wildcard.test(d.length > 1 ? d.slice(0, -1) : d) : sec.path === d;
       if (!ok) continue;
       coreOptsMerge(run, sec.vector);
-      now = addToWalk(rt, now, 'D' + sec.id, sec.vector);
+      now = addToWalk(rt, now, sec, 'D' + sec.id, sec.vector);
       r.matchedSections.push(sec.id);
       r.trace?.record('section', { section: sec });
     }
@@ -206,7 +244,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
         return res.status;
       }
       coreOptsMerge(run, res.vector);
-      now = addToWalk(rt, now, 'H' + res.key, res.vector);
+      now = addToWalk(rt, now, res.vector, 'H' + res.key, res.vector);
       r.trace?.record('htaccess', { file, at: r.matchedSections.length, status: OK });
       break;
     }
@@ -335,7 +373,7 @@ function finishRegex(rt: Runtime, r: Request, from: Merged | null, run: CoreOpts
     const sec = secs[i]!;
     if (!sec.regex || !sec.regex.test(test)) continue;
     coreOptsMerge(run, sec.vector);
-    cur = addToWalk(rt, cur, 'D' + sec.id, sec.vector);
+    cur = addToWalk(rt, cur, sec, 'D' + sec.id, sec.vector);
     r.matchedSections.push(sec.id);
     r.trace?.record('section', { section: sec });
   }
