@@ -197,12 +197,12 @@ function overridesActive(c: CoreOpts): boolean {
  */
 export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkResult {
   const secs = coreServer(r.server).secDir;
-  let filename = path.posix.normalize(r.filename);
+  let filename = r.filename.includes('/.') || r.filename.includes('//') ? path.posix.normalize(r.filename) : r.filename;
   if (r.filename.endsWith('/') && !filename.endsWith('/')) filename += '/';
   const accessNames = coreServer(r.server).accessNames ?? ['.htaccess'];
 
   // Split into components; walk from "/" down, stopping at the first that does not exist.
-  const parts = filename.split('/').filter((p, i, a) => p !== '' || i === a.length - 1);
+  const parts = filename.split('/');
   const trailingSlash = filename.endsWith('/');
   let now: Merged | null = null;
   const run = coreOptsOf(from.vec);
@@ -269,7 +269,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
     const candidate = dir + comp;
     const opts = run.opts & ~OPT_UNSET;
     if ((opts & OPT_SYM_LINKS) !== 0 && (opts & OPT_SYM_OWNER) === 0) {
-      if (fullStat === undefined) fullStat = statOrNull('/' + comps.join('/'));
+      if (fullStat === undefined) fullStat = statOrNull(filename[0] !== '/' ? '/' + comps.join('/') : trailingSlash ? filename.slice(0, -1) : filename);
       if (fullStat !== null) {
         if (!isLast) {
           dir = candidate + '/';
