@@ -263,6 +263,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
   // full path says both for every component. Any failure falls back to the per-component walk,
   // which finds the path info and logs what httpd logs.
   let fullStat: fs.Stats | null | undefined;
+  let parentIsDir: boolean | undefined;
   for (let i = 0; i < comps.length; i++) {
     const comp = comps[i]!;
     const isLast = i === comps.length - 1;
@@ -270,7 +271,13 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
     const opts = run.opts & ~OPT_UNSET;
     if ((opts & OPT_SYM_LINKS) !== 0 && (opts & OPT_SYM_OWNER) === 0) {
       if (fullStat === undefined) fullStat = statOrNull(filename[0] !== '/' ? '/' + comps.join('/') : trailingSlash ? filename.slice(0, -1) : filename);
-      if (fullStat !== null) {
+      // The full path does not exist: a stat() of its parent still vouches for every
+      // component above the last (a missing file in an existing directory, the common 404).
+      if (fullStat === null && parentIsDir === undefined && comps.length > 1) {
+        const parent = statOrNull('/' + comps.slice(0, -1).join('/'));
+        parentIsDir = parent !== null && parent.isDirectory();
+      }
+      if (fullStat !== null || (parentIsDir === true && !isLast)) {
         if (!isLast) {
           dir = candidate + '/';
           depth++;
@@ -279,11 +286,11 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
           if (sth !== OK) return sth;
           continue;
         }
-        finfo = fullStat;
-        if (!fullStat.isDirectory()) {
+        finfo = fullStat!;
+        if (!fullStat!.isDirectory()) {
           r.filename = candidate;
           r.pathInfo = trailingSlash ? '/' : '';
-          r.finfo = fullStat;
+          r.finfo = fullStat!;
           return finishWalk(rt, from, finishRegex(rt, r, now, run, secs, secIdx));
         }
         dir = candidate + '/';
@@ -294,22 +301,24 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
         continue;
       }
     }
-    let lst: fs.Stats;
+    // The rest is path info (or the file simply does not exist).
+    const missing = (): Merged => {
+      finfo = null;
+      pathInfo = '/' + comps.slice(i + 1).join('/') + (trailingSlash && i + 1 < comps.length ? '/' : '');
+      if (i + 1 >= comps.length) pathInfo = '';
+      filename = candidate + (isLast && trailingSlash ? '/' : '');
+      r.filename = filename;
+      r.pathInfo = pathInfo;
+      r.finfo = null;
+      return finishWalk(rt, from, finishRegex(rt, r, now, run, secs, secIdx));
+    };
+    let lst: fs.Stats | undefined;
     try {
-      lst = fs.lstatSync(fsPath(candidate));
+      // ENOENT answers undefined rather than an exception (cheaper: the 404 path).
+      lst = fs.lstatSync(fsPath(candidate), { throwIfNoEntry: false });
     } catch (e) {
       const code = (e as { code?: string }).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') {
-        // The rest is path info (or the file simply does not exist).
-        finfo = null;
-        pathInfo = '/' + comps.slice(i + 1).join('/') + (trailingSlash && i + 1 < comps.length ? '/' : '');
-        if (i + 1 >= comps.length) pathInfo = '';
-        filename = candidate + (isLast && trailingSlash ? '/' : '');
-        r.filename = filename;
-        r.pathInfo = pathInfo;
-        r.finfo = null;
-        return finishWalk(rt, from, finishRegex(rt, r, now, run, secs, secIdx));
-      }
+      if (code === 'ENOENT' || code === 'ENOTDIR') return missing();
       if (code === 'EACCES') {
         r.log('core', APLOG_ERR, `AH00035: access to ${r.uri} denied (filesystem path '${candidate}') because search permissions are missing on a component of the path`, rt.errno(e));
         return 403;
@@ -317,6 +326,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
       r.log('core', APLOG_ERR, `AH00036: access to ${r.uri} failed (filesystem path '${candidate}')`, rt.errno(e));
       return 403;
     }
+    if (lst === undefined) return missing();
     let st = lst;
     if (lst.isSymbolicLink()) {
       if (!(opts & (OPT_SYM_LINKS | OPT_SYM_OWNER))) {
