@@ -251,6 +251,14 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
     return OK;
   };
 
+  /** Steps into directory `d` (no trailing slash): its sections, then its .htaccess. */
+  const enterDir = (d: string): number => {
+    dir = d + '/';
+    depth++;
+    applySectionsAt(dir, depth);
+    return applyHtaccess(dir);
+  };
+
   // The root level.
   applySectionsAt('/', depth);
   const st0 = applyHtaccess('/');
@@ -279,10 +287,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
       }
       if (fullStat !== null || (parentIsDir === true && !isLast)) {
         if (!isLast) {
-          dir = candidate + '/';
-          depth++;
-          applySectionsAt(dir, depth);
-          const sth = applyHtaccess(dir);
+          const sth = enterDir(candidate);
           if (sth !== OK) return sth;
           continue;
         }
@@ -293,10 +298,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
           r.finfo = fullStat!;
           return finishWalk(rt, from, finishRegex(rt, r, now, run, secs, secIdx));
         }
-        dir = candidate + '/';
-        depth++;
-        applySectionsAt(dir, depth);
-        const sth = applyHtaccess(dir);
+        const sth = enterDir(candidate);
         if (sth !== OK) return sth;
         continue;
       }
@@ -357,10 +359,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
       r.finfo = st;
       return finishWalk(rt, from, finishRegex(rt, r, now, run, secs, secIdx));
     }
-    dir = candidate + '/';
-    depth++;
-    applySectionsAt(dir, depth);
-    const sth = applyHtaccess(dir);
+    const sth = enterDir(candidate);
     if (sth !== OK) return sth;
   }
   // A directory (or "/").
