@@ -366,7 +366,8 @@ export async function sendErrorResponse(rt: Runtime, r: Request, recursiveError:
   // Filters the handler added do not apply to the error page.
   r.outputFilters = [];
   r.filterHead = null;
-  await runVoid(rt.hooks.insertErrorFilter, r);
+  const inserted = runVoid(rt.hooks.insertErrorFilter, r);
+  if (inserted instanceof Promise) await inserted;
   if (r.headerOnly) { await passBrigade(rt, r, [EOS]); return; }
   const custom = coreDir(r).errorDocuments?.get(status);
   let body: string;
@@ -387,5 +388,6 @@ export async function sendErrorResponse(rt: Runtime, r: Request, recursiveError:
     body += signature(r, '<hr>\n');
     body += '</body></html>\n';
   }
-  await passBrigade(rt, r, [{ kind: 'data', data: Buffer.from(body, 'latin1') }, EOS]);
+  const sent = passBrigade(rt, r, [{ kind: 'data', data: Buffer.from(body, 'latin1') }, EOS]);
+  if (sent instanceof Promise) await sent;
 }
