@@ -6,6 +6,7 @@
 
 import type * as net from 'node:net';
 import * as fs from 'node:fs';
+import { fsPath } from '../request/walk.js';
 import type { Runtime } from '../runtime.js';
 import { Request, type ConnRec, type RequestBody } from '../request/request.js';
 import type { Wire } from './wire.js';
@@ -123,7 +124,7 @@ export class HttpConnection implements ConnRec, Wire {
   }
   async sendFile(path: string, start: number, length: number): Promise<void> {
     if (length <= 0) return;
-    const fh = await fs.promises.open(path, 'r');
+    const fh = await fs.promises.open(fsPath(path), 'r');
     try {
       let pos = start;
       let left = length;

@@ -11,6 +11,7 @@
 
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
+import { fsPath } from '../request/walk.js';
 import type { BigIntStats, Stats } from 'node:fs';
 import type { Request } from '../request/request.js';
 import { APLOG_ERR } from '../log/levels.js';
@@ -134,7 +135,7 @@ function fileDigest(r: Request, fd: number | undefined): string | undefined {
   if (fd !== undefined) h = fd;
   else {
     try {
-      h = fs.openSync(r.filename, 'r');
+      h = fs.openSync(fsPath(r.filename), 'r');
       own = true;
     } catch (e) {
       r.log('core', APLOG_ERR, `AH10251: Make etag: could not open ${r.filename}`, r.rt.errno(e));

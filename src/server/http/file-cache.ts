@@ -2,6 +2,7 @@
 // directory walk already made (inode, size, mtime): a changed file is re-read at once.
 
 import * as fs from 'node:fs';
+import { fsPath } from '../request/walk.js';
 
 const MAX_FILE = 256 * 1024;
 const MAX_TOTAL = 64 * 1024 * 1024;
@@ -17,11 +18,11 @@ class FileCache {
     const hit = this.map.get(path);
     if (hit && hit.ino === st.ino && hit.size === st.size && hit.mtimeMs === st.mtimeMs) return hit;
     if (st.size > MAX_FILE) {
-      try { fs.accessSync(path, fs.constants.R_OK); } catch { return null; }
+      try { fs.accessSync(fsPath(path), fs.constants.R_OK); } catch { return null; }
       return { data: undefined };
     }
     let data: Buffer;
-    try { data = fs.readFileSync(path); } catch { return null; }
+    try { data = fs.readFileSync(fsPath(path)); } catch { return null; }
     if (data.length !== st.size) return { data: undefined };
     if (hit) this.total -= hit.size;
     if (this.total + data.length > MAX_TOTAL) { this.map.clear(); this.total = 0; }
