@@ -36,12 +36,12 @@ export function mapToStorage(r: Request): number {
   if (typeof d === 'number') return d;
   const f = fileWalk(r.rt, r, d);
   r.perDirConfig = f.vec;
-  mergedKeys.set(r, f);
+  storageWalks.set(r, f);
   return OK;
 }
 
 /** The merge-cache node of the storage walk, for the lifecycle's location step. */
-export const mergedKeys = new WeakMap<Request, Merged>();
+export const storageWalks = new WeakMap<Request, Merged>();
 
 /** httpd's do_nothing, the core's last type checker: without mod_mime a request simply has
  *  no type (never "couldn't find types"). */
