@@ -15,6 +15,13 @@ import type { ServerTokens } from './core/config.js';
 /** The Server header / signature product string for a ServerTokens setting. The product is
  *  plume's own; Full and OS add the Apache version it is compatible with. */
 export function serverBanner(tokens: ServerTokens): string {
+  let b = banners.get(tokens);
+  if (b === undefined) { b = makeBanner(tokens); banners.set(tokens, b); }
+  return b;
+}
+const banners = new Map<ServerTokens, string>();
+
+function makeBanner(tokens: ServerTokens): string {
   const [maj, min] = PLUME_VERSION.split('.');
   switch (tokens) {
     case 'Prod': return 'plume';

@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import type { Request } from '../request/request.js';
 import { DECLINED, OK, DONE } from '../module.js';
 import { coreDir, coreServer } from './core-module.js';
-import { directoryWalk, fileWalk, serverBase, type Merged } from '../request/walk.js';
+import { directoryWalk, fileWalk, serverBase } from '../request/walk.js';
 import { APLOG_INFO, APLOG_ERR } from '../log/levels.js';
 import { EOS, type Bucket } from '../filters.js';
 import { toHttpDate } from '../log/time.js';
@@ -36,12 +36,9 @@ export function mapToStorage(r: Request): number {
   if (typeof d === 'number') return d;
   const f = fileWalk(r.rt, r, d);
   r.perDirConfig = f.vec;
-  storageWalks.set(r, f);
+  r.storageWalk = f;
   return OK;
 }
-
-/** The merge-cache node of the storage walk, for the lifecycle's location step. */
-export const storageWalks = new WeakMap<Request, Merged>();
 
 /** httpd's do_nothing, the core's last type checker: without mod_mime a request simply has
  *  no type (never "couldn't find types"). */

@@ -140,14 +140,15 @@ function writeHead(r: Request): void {
   // A HEAD answered with an empty body gets no 'Content-Length: 0' (httpd's header filter).
   if (r.headerOnly && out.get('Content-Length') === '0') out.unset('Content-Length');
   const line = r.statusLine && r.statusLine.startsWith(String(status) + ' ') ? r.statusLine : statusLine(status);
-  let head = `${proto} ${line}\r\nDate: ${httpDate()}\r\n`;
   const server = out.get('Server');
-  head += `Server: ${server ?? serverBanner(globals(r.rt.ctx).serverTokens)}\r\n`;
+  // One join makes the head a flat string at once (no chain of partial strings to flatten).
+  const parts: string[] = [proto, ' ', line, '\r\nDate: ', httpDate(), '\r\nServer: ', server ?? serverBanner(globals(r.rt.ctx).serverTokens), '\r\n'];
   out.forEach((name, value, key) => {
     if (key === 'date' || key === 'server') return;
-    head += `${name}: ${value}\r\n`;
+    parts.push(name, ': ', value, '\r\n');
   });
-  head += '\r\n';
+  parts.push('\r\n');
+  const head = parts.join('');
   r.headersOut = out;
   c.bytesOut += head.length;
   c.wire.write(head, 'latin1');

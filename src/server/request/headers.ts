@@ -13,85 +13,91 @@ function lower(name: string): string {
 }
 
 export class HeaderTable {
-  private keys: string[] = [];   // lowercase
-  private names: string[] = [];  // as set
-  private vals: string[] = [];
+  /** Entries as triples: lower-cased key, name as set, value (one array per table). */
+  private e: string[] = [];
 
-  get size(): number { return this.keys.length; }
+  get size(): number { return this.e.length / 3; }
 
+  private find(k: string, from = 0): number {
+    const e = this.e;
+    for (let i = from; i < e.length; i += 3) if (e[i] === k) return i;
+    return -1;
+  }
   get(name: string): string | undefined {
-    const k = lower(name);
-    const i = this.keys.indexOf(k);
-    return i < 0 ? undefined : this.vals[i];
+    const i = this.find(lower(name));
+    return i < 0 ? undefined : this.e[i + 2];
   }
   getAll(name: string): string[] {
     const k = lower(name);
+    const e = this.e;
     const out: string[] = [];
-    for (let i = 0; i < this.keys.length; i++) if (this.keys[i] === k) out.push(this.vals[i]!);
+    for (let i = 0; i < e.length; i += 3) if (e[i] === k) out.push(e[i + 2]!);
     return out;
   }
   has(name: string): boolean {
-    return this.keys.includes(lower(name));
+    return this.find(lower(name)) >= 0;
   }
   /** apr_table_set: replaces every value of the name with one. */
   set(name: string, value: string): void {
     const k = lower(name);
-    const i = this.keys.indexOf(k);
-    if (i < 0) { this.add(name, value); return; }
-    this.names[i] = name;
-    this.vals[i] = value;
-    for (let j = this.keys.length - 1; j > i; j--) if (this.keys[j] === k) this.removeAt(j);
+    const i = this.find(k);
+    if (i < 0) { this.e.push(k, name, value); return; }
+    const e = this.e;
+    e[i + 1] = name;
+    e[i + 2] = value;
+    for (let j = e.length - 3; j > i; j -= 3) if (e[j] === k) e.splice(j, 3);
   }
   /** apr_table_add: appends another value. */
   add(name: string, value: string): void {
-    this.keys.push(lower(name));
-    this.names.push(name);
-    this.vals.push(value);
+    this.e.push(lower(name), name, value);
   }
   /** apr_table_merge: appends ", value" to the first value (or adds). */
   merge(name: string, value: string): void {
-    const i = this.keys.indexOf(lower(name));
-    if (i < 0) this.add(name, value);
-    else this.vals[i] = this.vals[i] === '' ? value : `${this.vals[i]}, ${value}`;
+    const k = lower(name);
+    const i = this.find(k);
+    if (i < 0) { this.e.push(k, name, value); return; }
+    const v = this.e[i + 2]!;
+    this.e[i + 2] = v === '' ? value : `${v}, ${value}`;
   }
   unset(name: string): void {
     const k = lower(name);
-    for (let j = this.keys.length - 1; j >= 0; j--) if (this.keys[j] === k) this.removeAt(j);
+    const e = this.e;
+    for (let j = e.length - 3; j >= 0; j -= 3) if (e[j] === k) e.splice(j, 3);
   }
   clear(): void {
-    this.keys = []; this.names = []; this.vals = [];
-  }
-  private removeAt(i: number): void {
-    this.keys.splice(i, 1); this.names.splice(i, 1); this.vals.splice(i, 1);
+    this.e = [];
   }
   /** [name, value] pairs in order. */
   entries(): [string, string][] {
+    const e = this.e;
     const out: [string, string][] = [];
-    for (let i = 0; i < this.keys.length; i++) out.push([this.names[i]!, this.vals[i]!]);
+    for (let i = 0; i < e.length; i += 3) out.push([e[i + 1]!, e[i + 2]!]);
     return out;
   }
   forEach(fn: (name: string, value: string, key: string) => void): void {
-    for (let i = 0; i < this.keys.length; i++) fn(this.names[i]!, this.vals[i]!, this.keys[i]!);
+    const e = this.e;
+    for (let i = 0; i < e.length; i += 3) fn(e[i + 1]!, e[i + 2]!, e[i]!);
   }
   /** Replaces value i in place (mod_headers edit). */
   mapValues(name: string, fn: (v: string) => string | undefined): void {
     const k = lower(name);
-    for (let i = this.keys.length - 1; i >= 0; i--) {
-      if (this.keys[i] !== k) continue;
-      const v = fn(this.vals[i]!);
-      if (v === undefined) this.removeAt(i);
-      else this.vals[i] = v;
+    const e = this.e;
+    for (let i = e.length - 3; i >= 0; i -= 3) {
+      if (e[i] !== k) continue;
+      const v = fn(e[i + 2]!);
+      if (v === undefined) e.splice(i, 3);
+      else e[i + 2] = v;
     }
   }
   copy(): HeaderTable {
     const t = new HeaderTable();
-    t.keys = this.keys.slice(); t.names = this.names.slice(); t.vals = this.vals.slice();
+    t.e = this.e.slice();
     return t;
   }
   /** apr_table_overlay(this, other): other's entries after ours. */
   overlay(other: HeaderTable): HeaderTable {
     const t = this.copy();
-    other.forEach((n, v) => t.add(n, v));
+    t.e.push(...other.e);
     return t;
   }
 }

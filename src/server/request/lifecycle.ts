@@ -7,7 +7,6 @@ import { Request } from './request.js';
 import { DECLINED, DONE, OK, type MaybePromise } from '../module.js';
 import { runAll, runFirst, runVoid } from '../hooks.js';
 import { locationWalk, serverBase, type Merged } from './walk.js';
-import { storageWalks } from '../core/core-hooks.js';
 import { coreDir } from '../core/core-module.js';
 import { APLOG_CRIT, APLOG_ERR, APLOG_TRACE3 } from '../log/levels.js';
 import { sendErrorResponse, finalizeResponse, isValidStatus } from '../http/response.js';
@@ -50,8 +49,8 @@ function storagePhase(rt: Runtime, r: Request): MaybePromise<number> {
   r.matchedSections = [];
   return then(runFirst(rt.hooks.mapToStorage, r), (m) => {
     if (m !== OK && m !== DECLINED) return m;
-    const walked = storageWalks.get(r);
-    const storage: Merged = walked !== undefined && walked.vec === r.perDirConfig ? walked : { key: 'x' + Math.random(), vec: r.perDirConfig };
+    const walked = r.storageWalk;
+    const storage: Merged = walked !== null && walked.vec === r.perDirConfig ? walked : { key: 'x' + Math.random(), vec: r.perDirConfig };
     const full = locationWalk(rt, r, storage);
     r.perDirConfig = full.vec;
     applyLogLevel(r);

@@ -10,6 +10,7 @@ import { DEFAULT_LOG_LEVEL, levelFor, type LogLevelConfig } from '../log/levels.
 import type { MaybePromise } from '../module.js';
 import type { Wire } from '../http/wire.js';
 import type { Section } from '../core/sections.js';
+import type { Merged } from './walk.js';
 
 /** Events `plume explain` records (src/cli/explain.ts). Modules add their own kinds by
  *  declaration merging (mod_authz_core: `authz`, mod_access_compat: `access_compat`). */
@@ -106,6 +107,9 @@ export class Request {
   matchedSections: number[] = [];
   /** `plume explain`'s recorder (undefined when serving). */
   trace: ExplainTrace | undefined = undefined;
+  /** The merge-cache node the storage walk ended on (core's map_to_storage), for the
+   *  location step; null until that walk ran. */
+  storageWalk: Merged | null = null;
 
   // ---- content --------------------------------------------------------------------------
   contentType: string | undefined = undefined;

@@ -271,6 +271,9 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
   // full path says both for every component. Any failure falls back to the per-component walk,
   // which finds the path info and logs what httpd logs.
   let fullStat: fs.Stats | null | undefined;
+  // The full path's own lstat() when that is what fullStat came from (the last component is
+  // no symlink): it answers the last component's symlink check without another system call.
+  let fullLstat: fs.Stats | undefined;
   let parentIsDir: boolean | undefined;
   for (let i = 0; i < comps.length; i++) {
     const comp = comps[i]!;
@@ -278,7 +281,13 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
     const candidate = dir + comp;
     const opts = run.opts & ~OPT_UNSET;
     if ((opts & OPT_SYM_LINKS) !== 0 && (opts & OPT_SYM_OWNER) === 0) {
-      if (fullStat === undefined) fullStat = statOrNull(filename[0] !== '/' ? '/' + comps.join('/') : trailingSlash ? filename.slice(0, -1) : filename);
+      if (fullStat === undefined) {
+        // lstat() first: for a path whose last component is not a symlink it is the stat().
+        const full = filename[0] !== '/' ? '/' + comps.join('/') : trailingSlash ? filename.slice(0, -1) : filename;
+        const l = lstatOrNull(full);
+        if (l !== null && !l.isSymbolicLink()) { fullStat = l; fullLstat = l; }
+        else fullStat = l === null ? null : statOrNull(full);
+      }
       // The full path does not exist: a stat() of its parent still vouches for every
       // component above the last (a missing file in an existing directory, the common 404).
       if (fullStat === null && parentIsDir === undefined && comps.length > 1) {
@@ -314,8 +323,8 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
       r.finfo = null;
       return finishWalk(rt, from, finishRegex(rt, r, now, run, secs, secIdx));
     };
-    let lst: fs.Stats | undefined;
-    try {
+    let lst: fs.Stats | undefined = isLast ? fullLstat : undefined;
+    if (lst === undefined) try {
       // ENOENT answers undefined rather than an exception (cheaper: the 404 path).
       lst = fs.lstatSync(fsPath(candidate), { throwIfNoEntry: false });
     } catch (e) {
@@ -387,6 +396,10 @@ function finishRegex(rt: Runtime, r: Request, from: Merged | null, run: CoreOpts
     r.trace?.record('section', { section: sec });
   }
   return cur;
+}
+
+function lstatOrNull(p: string): fs.Stats | null {
+  try { return fs.lstatSync(fsPath(p), { throwIfNoEntry: false }) ?? null; } catch { return null; }
 }
 
 function statOrNull(p: string): fs.Stats | null {
