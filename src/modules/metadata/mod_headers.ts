@@ -201,6 +201,11 @@ function lowerAscii(s: string): string {
   return /[A-Z]/.test(s) ? s.replace(/[A-Z]+/g, (m) => m.toLowerCase()) : s;
 }
 
+/** Whether a header name is Content-Type in any case (the length test spares the rest). */
+function isContentType(name: string): boolean {
+  return name.length === 12 && lowerAscii(name) === 'content-type';
+}
+
 function prefixCi(s: string, prefix: string): boolean {
   return s.length >= prefix.length && lowerAscii(s.slice(0, prefix.length)) === prefix;
 }
@@ -436,12 +441,12 @@ export function applyHeaderEntries(r: Request, headers: HeaderTable, list: reado
         break;
       }
       case 'set':
-        if (headers !== r.headersIn && lowerAscii(name) === 'content-type') r.contentType = processTags(e, r);
+        if (headers !== r.headersIn && isContentType(name)) r.contentType = processTags(e, r);
         tableSetHeader(headers, name, processTags(e, r));
         break;
       case 'setifempty':
         if (headers.get(name) === undefined) {
-          if (headers !== r.headersIn && lowerAscii(name) === 'content-type') r.contentType = processTags(e, r);
+          if (headers !== r.headersIn && isContentType(name)) r.contentType = processTags(e, r);
           tableSetHeader(headers, name, processTags(e, r));
         }
         break;
@@ -456,7 +461,7 @@ export function applyHeaderEntries(r: Request, headers: HeaderTable, list: reado
       }
       case 'edit':
       case 'edit*': {
-        if (headers !== r.headersIn && lowerAscii(name) === 'content-type' && r.contentType !== undefined) {
+        if (headers !== r.headersIn && isContentType(name) && r.contentType !== undefined) {
           const repl = processRegexp(e, r.contentType, r);
           if (repl === undefined) return false;
           r.contentType = repl;

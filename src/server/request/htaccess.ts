@@ -20,6 +20,7 @@ interface Entry {
 }
 
 const caches = new WeakMap<Runtime, Map<string, Entry>>();
+const NONE: HtaccessResult = { kind: 'none' };
 let parseSeq = 0;
 
 /** What the walk allows at this level: AllowOverride and AllowOverrideList. */
@@ -30,15 +31,16 @@ export interface Overrides {
 }
 
 export function readHtaccess(rt: Runtime, r: Request, file: string, c: Overrides): HtaccessResult {
-  let st: fs.Stats;
+  let st: fs.Stats | undefined;
   try {
-    st = fs.statSync(fsPath(file));
+    // A missing file answers undefined rather than an exception (most directories have none).
+    st = fs.statSync(fsPath(file), { throwIfNoEntry: false });
   } catch (e) {
     const code = (e as { code?: string }).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'none' };
+    if (code === 'ENOENT' || code === 'ENOTDIR') return NONE;
     return { kind: 'error', status: 403, message: '', errno: rt.errno(e) };
   }
-  if (!st.isFile()) return { kind: 'none' };
+  if (st === undefined || !st.isFile()) return NONE;
   let cache = caches.get(rt);
   if (!cache) { cache = new Map(); caches.set(rt, cache); }
   const listKey = c.overrideList ? [...c.overrideList].sort().join(',') : '';
