@@ -8,8 +8,9 @@ import type { MaybePromise } from './module.js';
 
 export type Bucket =
   | { readonly kind: 'data'; readonly data: Buffer }
-  /** A byte range of a file, read only by whoever finally needs the bytes. */
-  | { readonly kind: 'file'; readonly path: string; readonly start: number; readonly length: number; readonly cached?: Buffer | undefined }
+  /** A byte range of a file, read only by whoever finally needs the bytes: `cached` holds the
+   *  whole file when its bytes are in memory already; `sendfile` is the request's EnableSendfile. */
+  | { readonly kind: 'file'; readonly path: string; readonly start: number; readonly length: number; readonly cached?: Buffer | undefined; readonly sendfile?: boolean }
   | { readonly kind: 'flush' }
   | { readonly kind: 'eos' };
 

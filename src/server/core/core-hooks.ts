@@ -105,12 +105,14 @@ function serve(r: Request): number | Promise<number> {
 
 function sendFile(r: Request): number | Promise<number> {
   const st = r.finfo!;
-  const entry = fileCache.get(r.filename, st);
+  const c = coreDir(r);
+  // EnableMMAP defaults to On, EnableSendfile to Off (2.4).
+  const sendfile = c.enableSendfile === 'on';
+  const entry = fileCache.body(r.filename, st, c.enableMmap !== 'off', sendfile);
   if (entry === null) {
     r.log('core', APLOG_ERR, `AH00132: file permissions deny server access: ${r.filename}`, { code: 13, text: 'Permission denied' });
     return 403;
   }
-  const c = coreDir(r);
   r.mtime = Math.min(st.mtimeMs, r.requestTime);
   r.headersOut.set('Last-Modified', toHttpDate(r.mtime));
   const etag = makeEtag(r, st, etagBitsFor(c));
@@ -123,7 +125,7 @@ function sendFile(r: Request): number | Promise<number> {
   if (cond !== OK) {
     r.status = cond;
   } else if (st.size > 0) {
-    bb.push({ kind: 'file', path: r.filename, start: 0, length: st.size, cached: entry.data });
+    bb.push({ kind: 'file', path: r.filename, start: 0, length: st.size, cached: entry.data, sendfile });
   }
   bb.push(EOS);
   const w = r.write(bb);

@@ -292,7 +292,7 @@ function copyRange(bb: Brigade, stop: number, start: number, end: number, out: B
         out.push({ kind: 'data', data: from === 0 && to === len ? b.data : b.data.subarray(from, to) });
       } else if (b.kind === 'file') {
         // `cached` holds the whole file: it stays, only the window moves.
-        out.push({ kind: 'file', path: b.path, start: b.start + from, length: to - from, cached: b.cached });
+        out.push({ ...b, start: b.start + from, length: to - from });
       }
     }
     pos = bEnd;

@@ -11,6 +11,7 @@ import { coreDir, coreServer } from '../core/core-module.js';
 import { globals } from '../core/globals.js';
 import { serverBanner } from '../version.js';
 import { httpDate } from '../log/time.js';
+import { APLOG_TRACE6, levelFor } from '../log/levels.js';
 import { STATUS_LINES, cannedError, DOCTYPE, statusLine } from './status.js';
 import { strip304Headers, stripHeaderOnlyResponse } from './conditional.js';
 import { byterangeFilter, needsByterange } from './byterange.js';
@@ -283,12 +284,16 @@ const coreOutputFilter: FilterSpec<null> = {
       r.bytesSent += b.length;
       r.connection.bytesOut += b.length;
       if (ch) { const h = b.length.toString(16) + '\r\n'; w.write(h); r.connection.bytesOut += h.length + 2; }
+      // httpd's core output filter traces what it hands to sendfile (files of 256 bytes or more).
+      if (b.sendfile === true && b.length >= 256 && levelFor(r.logLevel, 'core') >= APLOG_TRACE6) {
+        r.log('core', APLOG_TRACE6, `sendfile_nonblocking: ${b.length}/${b.length}`, undefined, 'core_filters.c(852)');
+      }
       if (b.cached) {
         const ok = w.write(b.start === 0 && b.length === b.cached.length ? b.cached : b.cached.subarray(b.start, b.start + b.length));
         if (ch) w.write('\r\n');
         return ok ? undefined : w.drain();
       }
-      const p = w.sendFile(b.path, b.start, b.length);
+      const p = w.sendFile(b.path, b.start, b.length, b.sendfile === true);
       return ch ? p.then(() => { w.write('\r\n'); }) : p;
     };
     for (let i = 0; i < bb.length; i++) {

@@ -6,8 +6,8 @@ export interface Wire {
   write(data: Buffer | string, encoding?: BufferEncoding): boolean;
   /** Resolves when the socket can take more data (or has closed). */
   drain(): Promise<void>;
-  /** Streams a file range with backpressure. */
-  sendFile(path: string, start: number, length: number): Promise<void>;
+  /** Streams a file range with backpressure; `sendfile`: the EnableSendfile On route (no copy). */
+  sendFile(path: string, start: number, length: number, sendfile?: boolean): Promise<void>;
   /** Collects small writes into one socket write. */
   cork(): void;
   uncork(): void;
