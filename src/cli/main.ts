@@ -10,7 +10,11 @@ import { ConfigError, StartupError } from '../server/config/errors.js';
 import { catalogue } from '../modules/index.js';
 import { parseLevel } from '../server/log/levels.js';
 import { startServer, bindListeners, openErrorLogs, closeErrorLogs, type Listeners, type RunningServer } from '../server/main-server.js';
-import type { LogSink } from '../server/log/log-writer.js';
+import { shareLogTargets, beginLogGeneration, type LogSink } from '../server/log/log-writer.js';
+import { Parent } from '../mpm/parent.js';
+import { ParentListeners } from '../mpm/listeners.js';
+import { isWorkerProcess, runWorker } from '../mpm/worker.js';
+import { ConfigSnapshot } from '../mpm/config-snapshot.js';
 import { StartupSink, type ConfigContext, type ConfigOptions, type IncludedFile } from '../server/config/context.js';
 import type { ServerRec } from '../server/server-rec.js';
 import { globals } from '../server/core/globals.js';
@@ -298,7 +302,10 @@ function sendSignal(ctx: ConfigContext, k: string): number {
     return 0;
   }
   if (k === 'restart' || k === 'graceful') {
-    if (!alive) return -1; // start instead
+    if (!alive) {
+      process.stdout.write('httpd not running, trying to start\n');
+      return -1; // start instead
+    }
     process.kill(pid!, k === 'restart' ? 'SIGHUP' : 'SIGUSR1');
     return 0;
   }
@@ -348,6 +355,8 @@ export async function main(argv: string[]): Promise<number> {
     startupLogLevel: p.e, startupLogFile, requireMpm: true, documentRootCheck: p.documentRootCheck,
     preflight: true, includeLog,
   };
+  // A worker process of a running server: it reads the configuration its parent checked.
+  if (isWorkerProcess()) return runWorker(opts, catalogue);
   const dumping = (name: string): boolean => p.defines.includes(name);
   let ctx: ConfigContext;
   try {
@@ -375,27 +384,68 @@ export async function main(argv: string[]): Promise<number> {
   if (p.k !== undefined) {
     const r = sendSignal(ctx, p.k);
     if (r >= 0) return r;
-    // start: detach a foreground copy of ourselves.
-    const { spawn } = await import('node:child_process');
-    const args = process.argv.slice(2).filter((a, i, all) => a !== '-k' && all[i - 1] !== '-k');
-    const child = spawn(process.execPath, [process.argv[1]!, ...args, '-D', 'FOREGROUND'], { detached: true, stdio: 'ignore' });
-    child.unref();
-    return 0;
+    return daemonize(argv);
   }
-  return serve(ctx, opts, err);
+  return serve(ctx, opts, err, argv);
+}
+
+/** The environment variable a daemonized server is started with (see daemonize()). */
+const ENV_DAEMON = 'PLUME_DAEMON';
+
+/**
+ * DIFFERENCE: httpd detaches whenever it is started without -D FOREGROUND or NO_DETACH; plume
+ * only for -k start (started otherwise, the parent stays in the foreground, as before).
+ * -k start: runs the server detached (its own session, no terminal input), as httpd's
+ * apr_proc_detach does, and waits until it serves: what goes wrong at startup (a port in use,
+ * a log that cannot be opened) is printed here and becomes this command's exit status.
+ */
+async function daemonize(argv: readonly string[]): Promise<number> {
+  const { spawn } = await import('node:child_process');
+  const args: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '-k') { i++; continue; }
+    if (a.startsWith('-k')) continue;
+    args.push(a);
+  }
+  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...args], {
+    detached: true,
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    env: { ...process.env, [ENV_DAEMON]: '1' },
+  });
+  return new Promise<number>((resolve) => {
+    child.on('message', (m: { t?: string }) => {
+      if (m.t !== 'started') return;
+      child.disconnect();
+      child.unref();
+      resolve(0);
+    });
+    child.on('exit', (code) => resolve(code ?? 1));
+    child.on('error', () => resolve(1));
+  });
+}
+
+/** Tells the -k start command that launched this server that it serves. */
+function startedAsDaemon(): void {
+  if (process.env[ENV_DAEMON] !== '1' || typeof process.send !== 'function') return;
+  delete process.env[ENV_DAEMON];
+  process.send({ t: 'started' });
+  process.disconnect();
 }
 
 /**
  * Starting as httpd does: the configuration read above (the preflight) opens the error logs
  * and runs the post-config hooks; from then on startup messages go to the main error log,
  * where the configuration is read a second time (its warnings land there, as httpd's second
- * read's do) and that second configuration serves.
+ * read's do) and that second configuration serves: in worker processes under a parent
+ * (src/mpm/parent.ts), or in this one process with -X or -D ONE_PROCESS.
  * DIFFERENCE: httpd binds its listeners before opening the error logs, in the preflight;
- * plume binds them once the serving configuration is ready, so that no connection waits on a
- * configuration still being read. A bind failure is reported on stderr all the same, but the
- * error log has been opened by then.
+ * plume binds them once the serving configuration is read. A bind failure is reported on
+ * stderr all the same, but the error log has been opened by then.
  */
-async function serve(first: ConfigContext, opts: ConfigOptions, err: StartupSink): Promise<number> {
+async function serve(first: ConfigContext, opts: ConfigOptions, err: StartupSink, argv: readonly string[]): Promise<number> {
+  const oneProcess = first.defines.has('DEBUG') || first.defines.has('ONE_PROCESS');
+  if (!oneProcess) shareLogTargets();
   try {
     openErrorLogs(first);
   } catch (e) {
@@ -405,25 +455,54 @@ async function serve(first: ConfigContext, opts: ConfigOptions, err: StartupSink
     return f.exit;
   }
   const log = first.mainServer.errorLog?.sink ?? err;
+  const opened: ConfigContext[] = [];
   const refuse = async (e: unknown, where: LogSink | StartupSink): Promise<number> => {
     const f = describeFailure(e);
     if (f === undefined) throw e;
     where.write(f.text);
-    await cleanupConfiguration(first);
-    closeErrorLogs(first);
+    for (const c of [first, ...opened]) {
+      await cleanupConfiguration(c);
+      closeErrorLogs(c);
+    }
     return f.exit;
   };
   const failed = await postConfigure(first);
   if (failed !== undefined) return refuse(new StartupError(failed), log);
   await cleanupConfiguration(first);
   const again: ConfigOptions = { ...opts, preflight: false, startupSink: log, includeLog: [] };
+  // The parent remembers the text it serves from: its workers read that (see config-snapshot.ts).
+  const snapshot = new ConfigSnapshot();
   let ctx: ConfigContext;
   try {
-    ctx = await loadConfiguration(again, catalogue);
+    ctx = await loadConfiguration(oneProcess ? again : { ...again, readConfigFile: snapshot.record }, catalogue);
   } catch (e) {
     return refuse(e, log);
   }
   log.flush();
+  if (!oneProcess) {
+    const listeners = new ParentListeners();
+    try {
+      listeners.prepare(ctx).commit();
+    } catch (e) {
+      return refuse(e, err);
+    }
+    beginLogGeneration();
+    opened.push(ctx);
+    try {
+      openErrorLogs(ctx);
+    } catch (e) {
+      listeners.close();
+      return refuse(e, err);
+    }
+    const notServing = await postConfigure(ctx);
+    if (notServing !== undefined) {
+      listeners.close();
+      return refuse(new StartupError(notServing), log);
+    }
+    closeErrorLogs(first);
+    const parent = new Parent({ ctx, snapshot, options: again, catalogue, listeners, argv, onStarted: startedAsDaemon });
+    return parent.run();
+  }
   let listeners: Listeners;
   try {
     listeners = await bindListeners(ctx);
@@ -437,6 +516,7 @@ async function serve(first: ConfigContext, opts: ConfigOptions, err: StartupSink
     return refuse(e, log);
   }
   closeErrorLogs(first);
+  startedAsDaemon();
   return new Promise<number>((resolve) => {
     const stop = (sig: string): void => {
       running.ctx.log('mpm_event', 5, `AH00491: caught ${sig}, shutting down`);

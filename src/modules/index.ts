@@ -14,6 +14,7 @@ import mpmPrefork from '../mpm/mpm_prefork.js';
 import mime from './http/mod_mime.js';
 import dir from './mappers/mod_dir.js';
 import autoindex from './generators/mod_autoindex.js';
+import status from './generators/mod_status.js';
 import env from './metadata/mod_env.js';
 import setenvif from './metadata/mod_setenvif.js';
 import headers from './metadata/mod_headers.js';
@@ -32,6 +33,7 @@ import authzDbm from './aaa/mod_authz_dbm.js';
 import authzOwner from './aaa/mod_authz_owner.js';
 import accessCompat from './aaa/mod_access_compat.js';
 import authBasic from './aaa/mod_auth_basic.js';
+import reqtimeout from './filters/mod_reqtimeout.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 
@@ -39,7 +41,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(mime), h(autoindex), h(dir), h(alias), h(env), h(setenvif), h(headers),
+  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(reqtimeout), h(mime), h(status), h(autoindex), h(dir), h(alias), h(env), h(setenvif), h(headers),
 ];
 
 /** The optional modules the shipped httpd.conf leaves commented out (spec §9). */

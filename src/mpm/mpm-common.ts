@@ -78,30 +78,85 @@ export function mpmDirectives(mpmName: string, withThreads: boolean): DirectiveS
   return d;
 }
 
-/** httpd's check_config of MaxRequestWorkers against ThreadsPerChild (worker and event).
- *  At the first read the warning goes bare to stderr (AH00511, AH00513); when the
- *  configuration is read again to serve, it is logged (AH00512, AH00514). */
+/** httpd's compile-time limits and defaults for the threaded MPMs (event, worker). */
+const MAX_SERVER_LIMIT = 20000;
+const MAX_THREAD_LIMIT = 100000;
+const DEFAULT_SERVER_LIMIT = 16;
+const DEFAULT_THREAD_LIMIT = 64;
+const DEFAULT_THREADS_PER_CHILD = 25;
+
+/**
+ * httpd's check_config of the threaded MPMs (event.c, worker.c): ServerLimit, ThreadLimit,
+ * ThreadsPerChild, MaxRequestWorkers (default ServerLimit 16 x ThreadsPerChild 25, whatever
+ * those are set to), StartServers and MinSpareThreads brought within bounds, each with its
+ * warning. At the first read the warning goes bare to stderr (AH00497, AH00511 ...); when the
+ * configuration is read again to serve, it is logged (AH00498, AH00512 ...). worker's numbers
+ * are event's less 197 (AH00314 for AH00511 ...), its texts the same (measured on 2.4.71).
+ * The adjusted values are stored back, for the process model and the scoreboard.
+ */
 export function checkThreaded(c: MpmConfig, ctx: ConfigContext, mpmName: string): void {
-  const tpc = c.threadsPerChild ?? 25;
-  const mrw = c.maxRequestWorkers;
-  if (mrw === undefined) return;
-  let workers = mrw;
+  const ah = (eventTag: number): string => `AH${String(mpmName === 'mpm_worker' ? eventTag - 197 : eventTag).padStart(5, '0')}`;
+  const warn = (pre: number, first: string, again: string): void => {
+    if (ctx.preflight) ctx.logBare(mpmName, APLOG_WARNING, `${ah(pre)}: WARNING: ${first}`);
+    else ctx.log(mpmName, APLOG_WARNING, `${ah(pre + 1)}: ${again}`);
+  };
+  let serverLimit = c.serverLimit ?? DEFAULT_SERVER_LIMIT;
+  if (serverLimit > MAX_SERVER_LIMIT) {
+    warn(497, `ServerLimit of ${serverLimit} exceeds compile-time limit of ${MAX_SERVER_LIMIT} servers, decreasing to ${MAX_SERVER_LIMIT}.`,
+      `ServerLimit of ${serverLimit} exceeds compile-time limit of ${MAX_SERVER_LIMIT}, decreasing to match`);
+    serverLimit = MAX_SERVER_LIMIT;
+  } else if (serverLimit < 1) {
+    warn(499, `ServerLimit of ${serverLimit} not allowed, increasing to 1.`, `ServerLimit of ${serverLimit} not allowed, increasing to 1`);
+    serverLimit = 1;
+  }
+  let threadLimit = c.threadLimit ?? DEFAULT_THREAD_LIMIT;
+  if (threadLimit > MAX_THREAD_LIMIT) {
+    warn(502, `ThreadLimit of ${threadLimit} exceeds compile-time limit of ${MAX_THREAD_LIMIT} threads, decreasing to ${MAX_THREAD_LIMIT}.`,
+      `ThreadLimit of ${threadLimit} exceeds compile-time limit of ${MAX_THREAD_LIMIT}, decreasing to match`);
+    threadLimit = MAX_THREAD_LIMIT;
+  } else if (threadLimit < 1) {
+    warn(504, `ThreadLimit of ${threadLimit} not allowed, increasing to 1.`, `ThreadLimit of ${threadLimit} not allowed, increasing to 1`);
+    threadLimit = 1;
+  }
+  let tpc = c.threadsPerChild ?? DEFAULT_THREADS_PER_CHILD;
+  if (tpc > threadLimit) {
+    warn(507, `ThreadsPerChild of ${tpc} exceeds ThreadLimit of ${threadLimit} threads, decreasing to ${threadLimit}. To increase, please see the ThreadLimit directive.`,
+      `ThreadsPerChild of ${tpc} exceeds ThreadLimit of ${threadLimit}, decreasing to match`);
+    tpc = threadLimit;
+  } else if (tpc < 1) {
+    warn(509, `ThreadsPerChild of ${tpc} not allowed, increasing to 1.`, `ThreadsPerChild of ${tpc} not allowed, increasing to 1`);
+    tpc = 1;
+  }
+  let workers = c.maxRequestWorkers ?? DEFAULT_SERVER_LIMIT * DEFAULT_THREADS_PER_CHILD;
   if (workers < tpc) {
-    if (ctx.preflight) {
-      ctx.logBare(mpmName, APLOG_WARNING, `AH00511: WARNING: MaxRequestWorkers of ${workers} is less than ThreadsPerChild of ${tpc}, increasing to ${tpc}. MaxRequestWorkers must be at least as large as the number of threads in a single server.`);
-    } else {
-      ctx.log(mpmName, APLOG_WARNING, `AH00512: MaxRequestWorkers of ${workers} is less than ThreadsPerChild of ${tpc}, increasing to match`);
-    }
+    warn(511, `MaxRequestWorkers of ${workers} is less than ThreadsPerChild of ${tpc}, increasing to ${tpc}. MaxRequestWorkers must be at least as large as the number of threads in a single server.`,
+      `MaxRequestWorkers of ${workers} is less than ThreadsPerChild of ${tpc}, increasing to match`);
     workers = tpc;
   }
+  let daemons = Math.floor(workers / tpc);
   if (workers % tpc !== 0) {
-    const nearest = Math.floor(workers / tpc) * tpc;
-    if (ctx.preflight) {
-      ctx.logBare(mpmName, APLOG_WARNING, `AH00513: WARNING: MaxRequestWorkers of ${workers} is not an integer multiple of ThreadsPerChild of ${tpc}, decreasing to nearest multiple ${nearest}, for a maximum of ${nearest / tpc} servers.`);
-    } else {
-      ctx.log(mpmName, APLOG_WARNING, `AH00514: MaxRequestWorkers of ${workers} is not an integer multiple of ThreadsPerChild of ${tpc}, decreasing to nearest multiple ${nearest}`);
-    }
+    const nearest = daemons * tpc;
+    warn(513, `MaxRequestWorkers of ${workers} is not an integer multiple of ThreadsPerChild of ${tpc}, decreasing to nearest multiple ${nearest}, for a maximum of ${daemons} servers.`,
+      `MaxRequestWorkers of ${workers} is not an integer multiple of ThreadsPerChild of ${tpc}, decreasing to nearest multiple ${nearest}`);
     workers = nearest;
   }
+  if (daemons > serverLimit) {
+    warn(515, `MaxRequestWorkers of ${workers} would require ${daemons} servers and would exceed ServerLimit of ${serverLimit}, decreasing to ${serverLimit * tpc}. To increase, please see the ServerLimit directive.`,
+      `MaxRequestWorkers of ${workers} would require ${daemons} servers and exceed ServerLimit of ${serverLimit}, decreasing to ${serverLimit * tpc}`);
+    daemons = serverLimit;
+    workers = serverLimit * tpc;
+  }
+  if (c.startServers !== undefined && c.startServers < 1) {
+    warn(517, `StartServers of ${c.startServers} not allowed, increasing to 1.`, `StartServers of ${c.startServers} not allowed, increasing to 1`);
+    c.startServers = 1;
+  }
+  if (c.minSpareThreads !== undefined && c.minSpareThreads < 1) {
+    warn(519, `MinSpareThreads of ${c.minSpareThreads} not allowed, increasing to 1 to avoid almost certain server failure. Please read the documentation.`,
+      `MinSpareThreads of ${c.minSpareThreads} not allowed, increasing to 1`);
+    c.minSpareThreads = 1;
+  }
+  c.serverLimit = serverLimit;
+  c.threadLimit = threadLimit;
+  c.threadsPerChild = tpc;
   c.maxRequestWorkers = workers;
 }

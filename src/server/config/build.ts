@@ -255,7 +255,7 @@ export async function loadConfiguration(options: ConfigOptions, catalogue: Modul
   cmdline(options.preDirectives);
   let text: string;
   try {
-    text = fs.readFileSync(options.configFile, 'latin1');
+    text = options.readConfigFile ? options.readConfigFile(options.configFile) : fs.readFileSync(options.configFile, 'latin1');
   } catch (e) {
     throw new StartupError(`${options.argv0}: Could not open configuration file ${options.configFile}: ${describeFsError(e)}`);
   }

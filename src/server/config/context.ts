@@ -42,6 +42,10 @@ export interface ConfigOptions {
   /** Where startup messages go instead of stderr / the -E file (the running server's error
    *  log, when a configuration is read again to serve). */
   readonly startupSink?: LogSink;
+  /** Reads a configuration file (the main one and every Include'd one) as latin1 text; the
+   *  default reads the disk. The parent process records what it read, so that its worker
+   *  processes read the very same text (src/mpm/config-snapshot.ts). */
+  readonly readConfigFile?: (file: string) => string;
 }
 
 /** A configuration file read: its Include depth and the line of the Include (0: none). */

@@ -21,6 +21,8 @@ export interface Globals {
   mutexes: string[];
   gracefulShutdownTimeout: number;
   extendedStatus: boolean | undefined;
+  /** SeeRequestTail: mod_status shows the last 63 characters of long request lines. */
+  seeRequestTail: boolean;
   mergeSlashes: boolean;
   registeredMethods: Set<string>;
   /** Directives accepted for compatibility with no run-time effect in plume. */
@@ -37,6 +39,7 @@ export function globals(ctx: ConfigContext): Globals {
     mutexes: [],
     gracefulShutdownTimeout: 0,
     extendedStatus: undefined,
+    seeRequestTail: false,
     mergeSlashes: true,
     registeredMethods: new Set(),
     recorded: [],

@@ -154,7 +154,8 @@ function include(optional: boolean) {
       }
       let text: string;
       try {
-        text = fs.readFileSync(f, 'latin1');
+        const read = cmd.ctx.options.readConfigFile;
+        text = read ? read(f) : fs.readFileSync(f, 'latin1');
       } catch (e) {
         if (optional && (e as { code?: string }).code === 'ENOENT') return undefined;
         return `Could not open configuration file ${f}: ${describeFsError(e)}`;

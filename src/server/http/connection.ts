@@ -5,8 +5,7 @@
 // 100 Continue), timeouts, pipelining, keep-alive and a lingering close.
 
 import type * as net from 'node:net';
-import * as fs from 'node:fs';
-import { fsPath } from '../request/walk.js';
+import { streamFileRange } from './file-cache.js';
 import type { Runtime } from '../runtime.js';
 import { Request, type ConnRec, type RequestBody } from '../request/request.js';
 import type { Wire } from './wire.js';
@@ -24,6 +23,7 @@ import {
 } from './protocol.js';
 import { coreServer, coreDir } from '../core/core-module.js';
 import { APLOG_DEBUG, APLOG_INFO, APLOG_ERR } from '../log/levels.js';
+import { scoreboard } from '../../mpm/scoreboard.js';
 
 /** ap_rgetline outcomes. */
 const LN_OK = 0;
@@ -45,7 +45,38 @@ const TIMER_NONE = 0;
 const TIMER_READ = 1;
 const TIMER_KEEPALIVE = 2;
 const TIMER_LINGER = 3;
+/** The read stage mod_reqtimeout is timing (none: the core Timeout applies). */
+const RT_NONE = 0;
+const RT_HEADER = 1;
+const RT_BODY = 2;
 const EMPTY = Buffer.alloc(0);
+
+/** A read stage's limits from mod_reqtimeout (httpd's reqtimeout_stage_t), per server. */
+export interface ReadStage {
+  /** Time allowed for the stage, ms (> 0). */
+  readonly timeoutMs: number;
+  /** How far MinRate may extend the stage, ms from its start (0: no ceiling). */
+  readonly maxTimeoutMs: number;
+  /** Time added per byte received, ms (0: no MinRate). */
+  readonly msPerByte: number;
+}
+
+/** What mod_reqtimeout gives the connection (provider group "read_timeout"). */
+export interface ReadTimeoutProvider {
+  /** reqtimeout_init for a connection whose base server is `s`: undefined when the module
+   *  does not time the connection, null when it does but sets no header limit. */
+  header(s: ServerRec): ReadStage | null | undefined;
+  /** The body stage of a request served by `s` (null: no limit). */
+  body(s: ServerRec): ReadStage | null;
+  /** A stage ran out of time: log it (httpd's AH01382). */
+  timedOut(c: ConnRec, stage: 'header' | 'body'): void;
+}
+
+declare module '../module.js' {
+  interface ProviderGroups {
+    read_timeout: ReadTimeoutProvider;
+  }
+}
 
 let nextConnId = 0;
 
@@ -86,6 +117,20 @@ export class HttpConnection implements ConnRec, Wire {
   private overflowAt = 0;
   /** What ap_parse_uri found in the request target of the current request. */
   private readonly target: RequestTarget = newRequestTarget();
+  /** mod_reqtimeout on this connection (null when not loaded or disabled for the base
+   *  server), its header stage, and the stage being timed: an absolute deadline extended by
+   *  MinRate up to a ceiling, and the end of the current wait (when the timer really fires;
+   *  it is re-armed lazily, never per chunk). */
+  private readonly rtp: ReadTimeoutProvider | null = null;
+  private readonly rtHeader: ReadStage | null = null;
+  private rtStage = RT_NONE;
+  private rtDeadline = 0;
+  private rtMax = 0;
+  private rtPerByte = 0;
+  private rtCoreMs = 0;
+  private rtWaitEnd = 0;
+  /** When the pending timer fires (0: unknown). */
+  private timerAt = 0;
 
   constructor(private readonly socket: net.Socket, private readonly rt: Runtime) {
     this.remoteIp = normIp(socket.remoteAddress ?? '');
@@ -101,9 +146,32 @@ export class HttpConnection implements ConnRec, Wire {
     socket.on('data', (d: Buffer) => this.onData(d));
     socket.on('end', () => this.onEnd());
     socket.on('error', () => { this.aborted = true; });
-    socket.on('close', () => { this.closed = true; this.aborted = true; this.dropTimer(); this.bodyWaiter?.(); this.drainWaiters(); });
+    socket.on('close', () => { this.closed = true; this.aborted = true; this.dropTimer(); this.bodyWaiter?.(); this.drainWaiters(); scoreboard?.connClosed(this); });
     socket.on('drain', () => this.drainWaiters());
-    this.armTimer(this.baseServer.timeout * 1000, TIMER_READ);
+    scoreboard?.connOpened(this);
+    const rtp = rt.ctx.provider('read_timeout', 'reqtimeout');
+    const header = rtp?.header(this.baseServer);
+    if (rtp !== undefined && header !== undefined) {
+      this.rtp = rtp;
+      this.rtHeader = header;
+    }
+    // httpd starts timing when it first reads; with Linux's accept filter that is when the
+    // first bytes arrived, here it is at once (DIFFERENCE: see docs/differences.md).
+    if (this.rtHeader !== null) this.rtStart(this.rtHeader, RT_HEADER, this.baseServer, true);
+    else this.armTimer(this.baseServer.timeout * 1000, TIMER_READ);
+  }
+
+  // ---- process model (src/mpm/worker.ts) ----------------------------------------------------
+  /** Waiting for the next request of a kept-alive connection (what event's listener holds
+   *  without a worker thread). */
+  get idleKeepAlive(): boolean { return !this.busy && this.timerKind === TIMER_KEEPALIVE && this.buf.length === 0; }
+  /** In the lingering close (mod_status's "closing" connections). */
+  get lingering(): boolean { return this.timerKind === TIMER_LINGER; }
+  /** A graceful stop of this worker: the response being served is the connection's last
+   *  (Connection: close); a connection waiting between requests is closed now. */
+  closeGracefully(): void {
+    this.keepAlive = false;
+    if (this.idleKeepAlive) this.endConnection();
   }
 
   // ---- Wire ----------------------------------------------------------------------------
@@ -122,24 +190,9 @@ export class HttpConnection implements ConnRec, Wire {
     this.waiters = [];
     for (const f of w) f();
   }
-  async sendFile(path: string, start: number, length: number): Promise<void> {
-    if (length <= 0) return;
-    const fh = await fs.promises.open(fsPath(path), 'r');
-    try {
-      let pos = start;
-      let left = length;
-      const chunk = Buffer.allocUnsafe(Math.min(left, 256 * 1024));
-      while (left > 0 && !this.destroyed) {
-        const { bytesRead } = await fh.read(chunk, 0, Math.min(chunk.length, left), pos);
-        if (bytesRead <= 0) break;
-        pos += bytesRead;
-        left -= bytesRead;
-        const ok = this.socket.write(Buffer.from(chunk.subarray(0, bytesRead)));
-        if (!ok) await this.drain();
-      }
-    } finally {
-      await fh.close();
-    }
+  sendFile(path: string, start: number, length: number, sendfile = false): Promise<void> {
+    // A file cut short under us leaves the response incomplete: drop the connection.
+    return streamFileRange(this, path, start, length, sendfile, () => this.socket.destroy());
   }
   cork(): void { this.socket.cork(); }
   uncork(): void { this.socket.uncork(); }
@@ -151,6 +204,7 @@ export class HttpConnection implements ConnRec, Wire {
   private armTimer(ms: number, kind: number): void {
     if (ms <= 0) { this.timerKind = TIMER_NONE; return; }
     this.timerKind = kind;
+    this.timerAt = 0;
     if (this.timer !== null && this.timerMs === ms) { this.timer.refresh(); return; }
     if (this.timer !== null) clearTimeout(this.timer);
     this.timerMs = ms;
@@ -167,25 +221,109 @@ export class HttpConnection implements ConnRec, Wire {
     const kind = this.timerKind;
     this.timer = null;
     this.timerKind = TIMER_NONE;
+    if (kind === TIMER_READ && this.rtStage !== RT_NONE) {
+      // The stage's wait was extended since the timer was set: wait for the rest.
+      const now = Date.now();
+      if (now < this.rtWaitEnd) { this.armUntil(this.rtWaitEnd, now); return; }
+      this.rtExpire();
+    }
     if (kind !== TIMER_READ) {
       // Idle between requests, or done lingering: close (httpd logs nothing at warn).
       this.socket.destroy();
       return;
     }
-    // Timeout waiting for the client: a request whose headers are incomplete gets 408,
-    // a body read fails with 408, a partial request line is dropped.
+    this.readTimedOut();
+  }
+
+  /** Timeout waiting for the client: a request whose headers are incomplete gets 408,
+   *  a body read fails with 408, a partial request line is dropped. */
+  private readTimedOut(): void {
     this.timedOut = true;
     if (this.bodyWaiter) { const w = this.bodyWaiter; this.bodyWaiter = null; w(); return; }
     if (!this.busy) this.tryRequest();
     else this.socket.destroy();
   }
 
+  // ---- mod_reqtimeout's stages (the reqtimeout input filter) ----------------------------
+  // httpd checks the time left whenever a read starts or data arrives: none left is a
+  // timeout (even with data there); otherwise it waits that long (at least 1 s, at most the
+  // core Timeout) for more. Data received extends the deadline by MinRate up to the ceiling.
+
+  /** A stage starts (its first read): the deadline, and for the header stage the first wait. */
+  private rtStart(stage: ReadStage, kind: number, s: ServerRec, arm: boolean): number {
+    const now = Date.now();
+    this.rtStage = kind;
+    this.rtDeadline = now + stage.timeoutMs;
+    this.rtMax = stage.maxTimeoutMs > 0 ? now + stage.maxTimeoutMs : 0;
+    this.rtPerByte = stage.msPerByte;
+    this.rtCoreMs = s.timeout * 1000;
+    if (arm) this.rtWait(now);
+    return now;
+  }
+
+  /** Sets the next wait from the time left; false when none is left. */
+  private rtWait(now: number): boolean {
+    const left = this.rtDeadline - now;
+    if (left <= 0) return false;
+    let ms = left < 1000 ? 1000 : left;
+    if (this.rtCoreMs > 0 && ms > this.rtCoreMs) ms = this.rtCoreMs;
+    this.rtWaitEnd = now + ms;
+    this.armUntil(this.rtWaitEnd, now);
+    return true;
+  }
+
+  /** MinRate: `n` bytes received extend the deadline, up to the ceiling. */
+  private rtExtend(n: number): void {
+    if (this.rtPerByte === 0) return;
+    const d = this.rtDeadline + n * this.rtPerByte;
+    this.rtDeadline = this.rtMax > 0 && d > this.rtMax ? this.rtMax : d;
+  }
+
+  /** The read timer fires at `at`: a timer already due no later is kept (it re-arms itself
+   *  for the rest when it fires), so data arriving never costs a timer operation. */
+  private armUntil(at: number, now: number): void {
+    this.timerKind = TIMER_READ;
+    if (this.timer !== null && this.timerAt > now && this.timerAt <= at) return;
+    if (this.timer !== null) clearTimeout(this.timer);
+    // Node's timers hold at most 2^31 - 1 ms; a longer wait re-arms when it fires.
+    this.timerMs = Math.min(at - now, 0x7fffffff);
+    this.timerAt = now + this.timerMs;
+    this.timer = setTimeout(() => { if (this.timerKind !== TIMER_NONE) this.onTimeout(); }, this.timerMs);
+  }
+
+  /** The stage is out of time: logged; the read in progress fails (APR_TIMEUP). */
+  private rtExpire(): void {
+    const stage = this.rtStage;
+    this.rtStage = RT_NONE;
+    this.timedOut = true;
+    this.rtp!.timedOut(this, stage === RT_BODY ? 'body' : 'header');
+  }
+
+  /** The body stage starts with the request's first body read (reqtimeout_before_body: the
+   *  limits of the server the request went to; none for CONNECT). */
+  private rtStartBody(r: Request): void {
+    if (this.rtp === null || r.method === 'CONNECT') return;
+    const stage = this.rtp.body(r.server);
+    if (stage !== null) this.rtStart(stage, RT_BODY, r.server, false);
+  }
+
   // ---- reading requests -----------------------------------------------------------------
   private onData(d: Buffer): void {
     if (this.ending) return;
+    if (this.rtStage === RT_HEADER) {
+      // Out of time when the data comes: httpd does not read it. Whole lines count before
+      // the next wait is set (httpd reads line by line and each read starts afresh); the
+      // bytes of an unfinished line count only after.
+      const now = Date.now();
+      if (this.rtDeadline <= now) { this.rtExpire(); this.readTimedOut(); return; }
+      const lines = d.lastIndexOf(0x0a) + 1;
+      this.rtExtend(lines);
+      this.rtWait(now);
+      this.rtExtend(d.length - lines);
+    } else if (this.rtStage === RT_BODY) this.rtExtend(d.length);
     this.buf = this.buf.length ? Buffer.concat([this.buf, d]) : d;
     if (this.bodyWaiter) { const w = this.bodyWaiter; this.bodyWaiter = null; w(); return; }
-    if (!this.busy) this.tryRequest();
+    if (!this.busy) { scoreboard?.reading(this); this.tryRequest(); }
     // Input nobody is reading yet (a body the handler has not asked for, pipelined
     // requests) stays in the kernel beyond this, as httpd leaves it unread.
     else if (this.buf.length > READ_AHEAD_MAX) this.socket.pause();
@@ -259,8 +397,8 @@ export class HttpConnection implements ConnRec, Wire {
     }
     if (rv === LN_MORE) {
       // A timeout before a whole request line: close without an answer.
-      if (this.timedOut) this.endConnection();
-      else if (this.buf.length > 0 && this.timerKind !== TIMER_READ) this.armTimer(s.timeout * 1000, TIMER_READ);
+      if (this.timedOut) this.requestLineTimedOut(s);
+      else if (this.buf.length > 0 && this.timerKind !== TIMER_READ) this.startReading(s);
       return;
     }
     if (rv === LN_EOF) {
@@ -310,7 +448,7 @@ export class HttpConnection implements ConnRec, Wire {
       headRv = this.getLine(headEnd, nf, strict);
       if (headRv === LN_MORE) {
         if (this.timedOut) { headRv = LN_TIMEUP; lines.push(''); break; }
-        if (this.timerKind !== TIMER_READ) this.armTimer(s.timeout * 1000, TIMER_READ);
+        if (this.timerKind !== TIMER_READ) this.startReading(s);
         return;
       }
       if (headRv === LN_EOF) { lines.push(''); break; }
@@ -329,6 +467,46 @@ export class HttpConnection implements ConnRec, Wire {
     void this.handle(r);
   }
 
+  /** The first bytes of a request arrived after a keep-alive wait: the header stage (or the
+   *  core Timeout) starts timing; what arrived already counts for MinRate. */
+  private startReading(s: ServerRec): void {
+    if (this.rtHeader === null) { this.armTimer(s.timeout * 1000, TIMER_READ); return; }
+    const now = this.rtStart(this.rtHeader, RT_HEADER, s, false);
+    const lines = this.buf.lastIndexOf(0x0a) + 1;
+    this.rtExtend(lines);
+    this.rtWait(now);
+    this.rtExtend(this.buf.length - lines);
+  }
+
+  /** The request line did not arrive in time: nothing is answered; the first request of a
+   *  connection is logged with status 408 and no request line ("-" 408 -), as httpd does. */
+  private requestLineTimedOut(s: ServerRec): void {
+    if (this.keepalives > 0) { this.endConnection(); return; }
+    const r = new Request(this.rt, this, s);
+    r.perDirConfig = s.lookupDefaults;
+    r.logLevel = s.logLevel;
+    this.begin(r, this.buf.length);
+    // httpd's request has no request line, method or URI, which its log prints as "-";
+    // plume's fields are strings, so they hold the dash.
+    r.theRequest = '-';
+    r.method = '-';
+    r.uri = '-';
+    r.protocol = 'HTTP/1.0';
+    r.protoNum = 1000;
+    r.status = 408;
+    this.keepAlive = false;
+    this.ending = true;
+    this.buf = EMPTY;
+    let logged: ReturnType<typeof runAll>;
+    try {
+      logged = runAll(this.rt.hooks.logTransaction, r);
+    } catch {
+      logged = OK;
+    }
+    if (logged instanceof Promise) logged.catch(() => undefined).finally(() => this.endConnection());
+    else this.endConnection();
+  }
+
   /** Drops `n` bytes of buffered input (they belong to the request being served). */
   private consume(n: number): void {
     this.overflowFrom = -1;
@@ -338,6 +516,7 @@ export class HttpConnection implements ConnRec, Wire {
   /** The request starts: its time, the bytes read for it so far (mod_logio). */
   private begin(r: Request, bytesRead: number): void {
     this.busy = true;
+    this.rtStage = RT_NONE;
     this.clearTimer();
     r.requestTime = Date.now();
     r.startMicros = nowMicros();
@@ -547,6 +726,7 @@ export class HttpConnection implements ConnRec, Wire {
         try { r.status = 500; await die(this.rt, r, 500); } catch { /* connection gone */ }
       }
     }
+    this.rtStage = RT_NONE;
     if (this.keepAlive && !this.destroyed && !(this.eof && this.buf.length === 0)) {
       this.busy = false;
       if (this.socket.isPaused()) this.socket.resume();
@@ -667,7 +847,8 @@ export class HttpConnection implements ConnRec, Wire {
     };
     const more = async (): Promise<boolean> => {
       if (conn.closed || conn.eof || conn.timedOut) return false;
-      conn.armTimer(r.server.timeout * 1000, TIMER_READ);
+      if (conn.rtStage !== RT_BODY) conn.armTimer(r.server.timeout * 1000, TIMER_READ);
+      else if (!conn.rtWait(Date.now())) { conn.rtExpire(); return false; }
       await conn.waitData();
       conn.clearTimer();
       return !conn.timedOut;
@@ -686,9 +867,11 @@ export class HttpConnection implements ConnRec, Wire {
         r.expecting100 = false;
       }
     };
+    let started = false;
     const take = async (limit: number, keep: boolean): Promise<Buffer | number> => {
       if (failed) return failed;
       if (done) return EMPTY;
+      if (!started) { started = true; conn.rtStartBody(r); }
       // A body not read before an error response is not read at all (no 100 Continue).
       if (r.status < 200 || r.status >= 300) {
         if (r.expecting100) { done = true; return EMPTY; }

@@ -1,0 +1,294 @@
+// A worker process (httpd's child_main): reads the configuration the parent has checked, writes
+// its logs through the parent's descriptors, drops root privileges, runs the child_init hooks,
+// and serves the connections it accepts on the parent's listening sockets — at most its share
+// of MaxRequestWorkers at once — until MaxConnectionsPerChild or a restart retires it. Nothing
+// on the request path talks to the parent: the IPC channel carries only listening sockets and
+// state changes (ready, retiring).
+
+import * as net from 'node:net';
+import type { ConfigContext, ConfigOptions } from '../server/config/context.js';
+import { loadConfiguration, postConfigure, cleanupConfiguration, type ModuleCatalogue } from '../server/config/build.js';
+import { ConfigError, StartupError } from '../server/config/errors.js';
+import { Runtime } from '../server/runtime.js';
+import { HttpConnection } from '../server/http/connection.js';
+import { ErrorLog } from '../server/log/error-log.js';
+import { inheritLogDescriptors, type LogSink } from '../server/log/log-writer.js';
+import { openErrorLogs } from '../server/main-server.js';
+import { dropPrivileges } from '../modules/arch/unix/mod_unixd.js';
+import { processModel, type ProcessModel } from './process-model.js';
+import { ConfigSnapshot, type SnapshotEntries } from './config-snapshot.js';
+import { scoreboard } from './scoreboard.js';
+
+/** The environment the parent gives a worker (see parent.ts). */
+export const ENV_WORKER = 'PLUME_MPM_WORKER';
+export const ENV_LOG_FDS = 'PLUME_LOG_FDS';
+
+/** Exit status of a worker that could not start (httpd's APEXIT_CHILDFATAL). */
+export const EXIT_CHILDFATAL = 0xf;
+
+/** Messages between the parent and a worker. */
+export type ToWorker =
+  | { t: 'config'; files: SnapshotEntries }
+  | { t: 'listeners'; count: number }
+  | { t: 'listener'; key: string }
+  | { t: 'graceful' }
+  | { t: 'stop' };
+export type ToParent =
+  | { t: 'config' }
+  | { t: 'handles' }
+  | { t: 'ready' }
+  | { t: 'retiring' };
+
+export function isWorkerProcess(): boolean {
+  return process.env[ENV_WORKER] === '1' && typeof process.send === 'function';
+}
+
+function tell(msg: ToParent): void {
+  if (process.connected) process.send!(msg, undefined, undefined, () => { /* the parent went away */ });
+}
+
+/** Startup messages of the worker's configuration read are the parent's to log (it has). */
+class QuietSink implements LogSink {
+  readonly description = 'worker startup';
+  write(): void {}
+  flush(): void {}
+  close(): void {}
+}
+
+/**
+ * Accepts connections while this worker is below its share, and stops (closing its copies of
+ * the listening sockets, so that the kernel queues further connections for the other workers)
+ * when at it. A worker that stops asks the parent at once for fresh copies to listen on again.
+ */
+class AcceptGate {
+  private servers: net.Server[] = [];
+  private spare: unknown[][] = [];
+  private incoming: { count: number; handles: unknown[] } | undefined;
+  private asked = false;
+  private accepting = false;
+  private poll: NodeJS.Timeout | null = null;
+  /** No more accepting: a restart or MaxConnectionsPerChild retires this worker. */
+  retiring = false;
+  /** The connections being served, with their sockets. */
+  readonly conns = new Map<HttpConnection, net.Socket>();
+  private accepted = 0;
+
+  constructor(
+    private readonly model: ProcessModel,
+    private readonly rt: Runtime,
+    private readonly onRetire: (replace: boolean) => void,
+    private readonly onEmpty: () => void,
+  ) {}
+
+  /** IPC from the parent: a batch of listening sockets starts, or one of them arrives. */
+  receive(msg: ToWorker, handle: unknown): void {
+    if (msg.t === 'listeners') {
+      this.incoming = { count: msg.count, handles: [] };
+    } else if (msg.t === 'listener' && this.incoming !== undefined && handle !== undefined) {
+      this.incoming.handles.push(handle);
+      if (this.incoming.handles.length === this.incoming.count) {
+        this.spare.push(this.incoming.handles);
+        this.incoming = undefined;
+        this.asked = false;
+        if (this.retiring) this.closeSpares();
+        else if (!this.accepting && !this.atCapacity()) this.start();
+      }
+    }
+  }
+
+  requestHandles(): void {
+    if (this.asked || this.retiring) return;
+    this.asked = true;
+    tell({ t: 'handles' });
+  }
+
+  private start(): void {
+    const set = this.spare.shift();
+    if (set === undefined) { this.requestHandles(); return; }
+    this.accepting = true;
+    scoreboard?.setAccepting(true);
+    this.stopPolling();
+    for (const handle of set) {
+      const srv = net.createServer({ noDelay: true }, (sock) => this.onConnection(sock));
+      srv.on('error', (e: NodeJS.ErrnoException) => {
+        // listen(2) failed: another process took the port after the parent checked it.
+        process.stderr.write(`plume worker ${process.pid}: cannot listen: ${e.message}\n`);
+        process.exit(EXIT_CHILDFATAL);
+      });
+      srv.listen(handle, this.model.backlog);
+      this.servers.push(srv);
+    }
+    if (!this.listened) {
+      this.listened = true;
+      tell({ t: 'ready' });
+    }
+  }
+  private listened = false;
+
+  private stop(): void {
+    this.accepting = false;
+    scoreboard?.setAccepting(false);
+    for (const s of this.servers) s.close();
+    this.servers = [];
+    if (!this.retiring) {
+      if (this.spare.length === 0) this.requestHandles();
+      // With the event MPM a connection going idle frees a share without closing: look again.
+      if (this.model.asyncFactor !== undefined && this.poll === null) {
+        this.poll = setInterval(() => { if (!this.accepting && !this.atCapacity()) this.start(); }, 20);
+        this.poll.unref();
+      }
+    }
+  }
+
+  private stopPolling(): void {
+    if (this.poll !== null) { clearInterval(this.poll); this.poll = null; }
+  }
+
+  private closeSpares(): void {
+    for (const set of this.spare.splice(0)) {
+      for (const h of set) (h as { close?: () => void }).close?.();
+    }
+  }
+
+  /** At the share: busy connections fill it — all of them, but with the event MPM those
+   *  waiting for a next request or in their lingering close, which event's listener holds
+   *  without a worker thread — or event's idle connections exceed AsyncRequestWorkerFactor
+   *  per free share. */
+  private atCapacity(): boolean {
+    const open = this.conns.size;
+    const share = this.model.share;
+    if (open < share) return false;
+    const factor = this.model.asyncFactor;
+    if (factor === undefined) return true;
+    let idle = 0;
+    for (const c of this.conns.keys()) if (c.idleKeepAlive || c.lingering) idle++;
+    const busy = open - idle;
+    return busy >= share || open >= share + (share - busy) * factor;
+  }
+
+  private onConnection(sock: net.Socket): void {
+    const conn = new HttpConnection(sock, this.rt);
+    this.conns.set(conn, sock);
+    sock.on('close', () => this.onClose(conn));
+    const mcpc = this.model.maxConnectionsPerChild;
+    if (mcpc > 0 && ++this.accepted >= mcpc) this.retire(true);
+    else if (this.retiring) conn.closeGracefully();
+    else if (this.accepting && this.conns.size >= this.model.share && this.atCapacity()) this.stop();
+  }
+
+  private onClose(conn: HttpConnection): void {
+    this.conns.delete(conn);
+    if (this.retiring) {
+      if (this.conns.size === 0) this.onEmpty();
+    } else if (!this.accepting && !this.atCapacity()) {
+      this.start();
+    }
+  }
+
+  /** Stops accepting for good; connections finish their request and close. */
+  retire(replace: boolean): void {
+    if (this.retiring) return;
+    this.retiring = true;
+    this.stopPolling();
+    if (this.accepting) this.stop();
+    this.closeSpares();
+    scoreboard?.setQuiescing();
+    this.onRetire(replace);
+    for (const c of this.conns.keys()) c.closeGracefully();
+    if (this.conns.size === 0) this.onEmpty();
+  }
+
+  /** Stops at once: every connection is dropped. */
+  abort(): void {
+    this.retiring = true;
+    this.stopPolling();
+    if (this.accepting) this.stop();
+    this.closeSpares();
+    for (const sock of this.conns.values()) sock.destroy();
+  }
+}
+
+/** Runs this process as a worker; resolves with its exit status. */
+export async function runWorker(options: ConfigOptions, catalogue: ModuleCatalogue): Promise<number> {
+  const fds = new Map<string, number>();
+  try {
+    const raw = JSON.parse(process.env[ENV_LOG_FDS] ?? '{}') as Record<string, number>;
+    for (const [k, v] of Object.entries(raw)) if (typeof v === 'number') fds.set(k, v);
+  } catch { /* none */ }
+  inheritLogDescriptors(fds);
+  // Signals for the whole process group are the parent's to act on; it tells its workers.
+  for (const sig of ['SIGINT', 'SIGHUP', 'SIGUSR1', 'SIGWINCH'] as const) process.on(sig, () => {});
+
+  // Messages that come before the worker serves wait for it.
+  const early: { msg: ToWorker; handle: unknown }[] = [];
+  let gate: AcceptGate | undefined;
+  let stopNow: (() => void) | undefined;
+  let stopRequested: 'graceful' | 'stop' | undefined;
+  let gotConfig: (files: SnapshotEntries) => void = () => {};
+  const config = new Promise<SnapshotEntries>((resolve) => { gotConfig = resolve; });
+  process.on('message', (msg: ToWorker, handle: unknown) => {
+    if (msg.t === 'config') { gotConfig(msg.files); return; }
+    if (msg.t === 'graceful' || msg.t === 'stop') {
+      stopRequested ??= msg.t;
+      if (msg.t === 'stop') stopNow?.();
+      else gate?.retire(false);
+      return;
+    }
+    if (gate) gate.receive(msg, handle);
+    else early.push({ msg, handle });
+  });
+  process.on('disconnect', () => {
+    // The parent is gone: finish what is in hand and go.
+    if (gate) gate.retire(false);
+    else process.exit(EXIT_CHILDFATAL);
+  });
+
+  // DIFFERENCE: an httpd child is a fork of its parent's memory; a worker reads the
+  // configuration again, from the text the parent recorded (config-snapshot.ts).
+  tell({ t: 'config' });
+  const files = await config;
+  let ctx: ConfigContext;
+  try {
+    const readConfigFile = ConfigSnapshot.replay(files);
+    ctx = await loadConfiguration({ ...options, preflight: false, startupSink: new QuietSink(), readConfigFile }, catalogue);
+    openErrorLogs(ctx);
+    // post_config ran in the parent, which logged what it had to say.
+    const errorLog = ctx.startupLog;
+    ctx.startupLog = new ErrorLog(new QuietSink());
+    const failed = await postConfigure(ctx);
+    ctx.startupLog = errorLog;
+    if (failed !== undefined) throw new StartupError(failed);
+  } catch (e) {
+    // The configuration changed on disk since the parent read it, or a file it names did.
+    const text = e instanceof ConfigError ? e.format(options.argv0) : e instanceof StartupError ? e.text : String(e);
+    process.stderr.write(text + '\n');
+    process.exitCode = EXIT_CHILDFATAL;
+    setImmediate(() => process.exit(EXIT_CHILDFATAL));
+    return EXIT_CHILDFATAL;
+  }
+  const rt = new Runtime(ctx);
+  // ap_unixd_setup_child: as root, become User and Group. Like httpd's children, a worker that
+  // cannot logs the alert and serves on.
+  if (ctx.isLoaded('unixd_module')) dropPrivileges(ctx);
+  for (const m of ctx.loaded) await m.decl.configHooks?.childInit?.(ctx);
+  for (const sink of ctx.getScratch<LogSink[]>('core:errorLogSinks', () => [])) sink.flush();
+
+  const model = processModel(ctx);
+  return new Promise<number>((resolve) => {
+    // A worker is done when its last connection is: the IPC channel would keep it alive.
+    const done = (code: number): void => {
+      resolve(code);
+      setImmediate(() => process.exit(code));
+    };
+    const g = new AcceptGate(model, rt, (replace) => { if (replace) tell({ t: 'retiring' }); }, () => {
+      void cleanupConfiguration(ctx).finally(() => done(0));
+    });
+    gate = g;
+    stopNow = () => { g.abort(); done(0); };
+    process.on('SIGTERM', stopNow);
+    for (const e of early.splice(0)) g.receive(e.msg, e.handle);
+    if (stopRequested === 'stop') stopNow();
+    else if (stopRequested === 'graceful') g.retire(false);
+    else g.requestHandles();
+  });
+}
