@@ -81,8 +81,9 @@ const USAGE = `usage: npm run bench -- [options]
   --servers LIST       apache,plume,plume-workers,nginx,bare
                        (default: all; nginx only if installed; plume-workers is
                        skipped with a message while plume has no worker mode)
-  --scenarios LIST     1k,100k,404,auth,htaccess3,conn-per-request (default: all)
-  --connections LIST   wrk connection counts, e.g. 50,500 (default: 50)
+  --scenarios LIST     1k,100k,404,auth,htaccess3,server-status,conn-per-request
+                       (default: all)
+  --connections LIST   wrk connection counts (default: 50,500)
   --duration S         seconds per timed run (default: 10)
   --warmup S           seconds of untimed wrk warm-up before each run (default: 2)
   --threads N          wrk threads (default: 1)
@@ -137,7 +138,7 @@ function parseOptions(argv: string[]): Options {
   const o: Options = {
     servers: ALL_SERVERS.filter((s) => s !== 'nginx' || fs.existsSync(NGINX_BIN)),
     scenarios: [...ALL_SCENARIOS],
-    connections: [50],
+    connections: [50, 500],
     durationS: 10,
     warmupS: 2,
     threads: 1,
@@ -388,6 +389,19 @@ function descendantsIn(procs: Map<number, ProcStat>, root: number): Map<number, 
   return out;
 }
 
+/** VmRSS of a process and of each of its descendants, in MB. */
+interface TreeRss {
+  mainMB: number;
+  childrenMB: number[];
+}
+
+function treeRss(root: number): TreeRss {
+  const kids = [...descendantPids(root).keys()]
+    .map((pid) => statusKB(pid, 'VmRSS', 'status'))
+    .filter((kb) => kb > 0);
+  return { mainMB: mb(statusKB(root, 'VmRSS', 'status')), childrenMB: kids.map(mb) };
+}
+
 function descendantPids(root: number): Map<number, string> {
   return descendantsIn(scanProc(), root);
 }
@@ -636,7 +650,7 @@ async function startServer(name: ServerName, site: Site, opts: Options): Promise
     case 'plume':
     case 'plume-workers': {
       const conf = path.join(dir, 'httpd.conf');
-      fs.writeFileSync(conf, httpdConf(site, port));
+      fs.writeFileSync(conf, httpdConf(site, port, name === 'apache' || plumeNoStatus === null));
       const args =
         name === 'apache'
           ? ['-d', dir, '-f', conf, '-D', 'FOREGROUND']
@@ -684,6 +698,25 @@ async function startServer(name: ServerName, site: Site, opts: Options): Promise
   }
   await sleep(300); // Apache/nginx: let the worker processes come up
   return { started, port };
+}
+
+/**
+ * Why plume cannot run the server-status scenario (null: it can). Until plume
+ * has mod_status, `LoadModule status_module` stops it at startup; plume then
+ * gets the shared httpd.conf without the mod_status lines and its
+ * server-status cases are skipped (Apache's still run).
+ */
+let plumeNoStatus: string | null = null;
+
+function probeStatusModule(site: Site, opts: Options): string | null {
+  const dir = path.join(site.root, 'status-probe');
+  fs.mkdirSync(path.join(dir, 'logs'), { recursive: true, mode: 0o755 });
+  const conf = path.join(dir, 'httpd.conf');
+  fs.writeFileSync(conf, httpdConf(site, 1, true));
+  const r = spawnSync(process.execPath, [opts.plumeBin, '-t', '-d', dir, '-f', conf], { encoding: 'utf8', timeout: 30000 });
+  if (r.status === 0) return null;
+  const why = `${r.stderr ?? ''}${r.stdout ?? ''}`.trim().split('\n')[0] ?? '';
+  return `skipped: plume has no mod_status yet (plume -t: ${why || `exit ${r.status ?? r.signal}`})`;
 }
 
 /**
@@ -738,6 +771,8 @@ interface Verified {
   bodyLength: number;
   server: string;
   headers: http.IncomingHttpHeaders;
+  /** the first 64 KB of the body, latin1 */
+  text: string;
 }
 
 function httpGet(port: number, urlPath: string, headers: Record<string, string>): Promise<Verified> {
@@ -745,7 +780,9 @@ function httpGet(port: number, urlPath: string, headers: Record<string, string>)
     const req = http.get({ host: '127.0.0.1', port, path: urlPath, headers, agent: false, timeout: 5000 }, (res) => {
       let n = 0;
       let bodyOk = true;
+      const kept: Buffer[] = [];
       res.on('data', (d: Buffer) => {
+        if (n < 65536) kept.push(d);
         n += d.length;
       });
       res.on('error', () => {
@@ -760,6 +797,7 @@ function httpGet(port: number, urlPath: string, headers: Record<string, string>)
           bodyLength: n,
           server: String(res.headers['server'] ?? ''),
           headers: res.headers,
+          text: Buffer.concat(kept).subarray(0, 65536).toString('latin1'),
         });
       });
     });
@@ -772,8 +810,9 @@ const isPlume = (name: ServerName): boolean => name === 'plume' || name === 'plu
 
 /**
  * One request (with the scenario's headers) before timing: the status, the
- * body length and Content-Length, the Content-Type; for bodies without a fixed
- * file (404) plume must send as many bytes as Apache did. Scenario checks:
+ * body length and Content-Length, the Content-Type; for a fixed page without a
+ * file (404) plume must send as many bytes as Apache did; server-status must
+ * hold the fields of ?auto (nginx: stub_status's first line). Scenario checks:
  * auth answers 401 with a Basic challenge without credentials; under
  * htaccess3 Apache and plume send the header of every level's .htaccess;
  * conn-per-request answers Connection: close.
@@ -794,7 +833,7 @@ async function verify(
   } else {
     if (v.contentLength !== '' && v.contentLength !== String(v.bodyLength))
       problems.push(`Content-Length "${v.contentLength}" for a body of ${v.bodyLength} bytes`);
-    if (isPlume(name) && apache !== undefined && apache.status === v.status) {
+    if (sc.sameAsApache && isPlume(name) && apache !== undefined && apache.status === v.status) {
       if (v.bodyLength !== apache.bodyLength) problems.push(`body ${v.bodyLength} bytes, Apache sent ${apache.bodyLength}`);
       if (v.contentType !== apache.contentType) problems.push(`Content-Type "${v.contentType}", Apache sent "${apache.contentType}"`);
     }
@@ -806,6 +845,8 @@ async function verify(
     const missing = HTACCESS_HEADERS.filter((h) => v.headers[h] === undefined);
     if (missing.length > 0) problems.push(`no ${missing.join(', ')} header: not every .htaccess was applied`);
   }
+  for (const want of sc.bodyHas[name] ?? [])
+    if (!v.text.includes(want)) problems.push(`body without "${want}"`);
   if (sc.name === 'auth') {
     const anon = await httpGet(port, sc.urlPath, {});
     const challenge = String(anon.headers['www-authenticate'] ?? '');
@@ -1030,6 +1071,10 @@ interface Row {
   /** wrk's own output for the reported run */
   wrkOutput?: string;
   idleRssMB?: number;
+  /** plume: RSS of its main process and of each child, at start (before any request) */
+  idleTree?: TreeRss;
+  /** plume: the same, 1 s after the timed run ended */
+  afterTree?: TreeRss;
   responseServerHeader?: string;
 }
 
@@ -1092,6 +1137,9 @@ function ratios(rows: Row[], opts: Options): Ratio[] {
         for (const vs of REFERENCES) {
           const sc = SCENARIOS[s];
           if (!has(subject) || !has(vs) || !runsScenario(sc, vs) || !runsScenario(sc, subject)) continue;
+          // A case one of them skipped (plume without mod_status) has no ratio.
+          const exists = (srv: ServerName): boolean => rows.some((r) => r.scenario === s && r.connections === c && r.server === srv);
+          if (!exists(subject) || !exists(vs)) continue;
           const p = get(s, c, subject);
           const o = get(s, c, vs);
           const ratio: Ratio = {
@@ -1109,6 +1157,52 @@ function ratios(rows: Row[], opts: Options): Ratio[] {
           if (ne !== undefined) ratio.notEquivalent = ne;
           out.push(ratio);
         }
+  return out;
+}
+
+const WORKER_RSS_TARGET_MB = 60;
+
+interface WorkerRss {
+  server: ServerName;
+  workers: number;
+  /** largest worker at start, over all cases */
+  startMaxMB: number;
+  /** largest worker 1 s after a timed run, over all cases, and which case */
+  afterMaxMB: number;
+  afterCase: string;
+  /** the parent of the worker processes (plume-workers), largest seen */
+  parentMB: number | null;
+}
+
+/**
+ * RSS of each serving process of plume: for plume -X its one process, for
+ * plume-workers each child (the parent only holds the listeners and logs).
+ */
+function workerRss(rows: Row[]): WorkerRss[] {
+  const out: WorkerRss[] = [];
+  for (const server of SUBJECTS) {
+    const mine = rows.filter((r) => r.server === server && r.ok && r.idleTree !== undefined);
+    if (mine.length === 0) continue;
+    const serving = (t: TreeRss): number[] => (server === 'plume' ? [t.mainMB] : t.childrenMB);
+    let startMaxMB = 0;
+    let afterMaxMB = 0;
+    let afterCase = '';
+    let parentMB: number | null = null;
+    let workers = 0;
+    for (const r of mine) {
+      const start = serving(r.idleTree as TreeRss);
+      workers = Math.max(workers, start.length);
+      startMaxMB = Math.max(startMaxMB, ...start);
+      if (server === 'plume-workers') parentMB = Math.max(parentMB ?? 0, (r.idleTree as TreeRss).mainMB, r.afterTree?.mainMB ?? 0);
+      const after = r.afterTree === undefined ? [] : serving(r.afterTree);
+      const m = Math.max(0, ...after);
+      if (m > afterMaxMB) {
+        afterMaxMB = m;
+        afterCase = `${r.scenario} c=${r.connections}`;
+      }
+    }
+    out.push({ server, workers, startMaxMB, afterMaxMB, afterCase, parentMB });
+  }
   return out;
 }
 
@@ -1173,6 +1267,24 @@ function report(opts: Options, rows: Row[], failures: Record<string, string>, sk
             .join(', '),
         ]),
         [false, true, false, false, true, true, true, true, false],
+      ),
+    );
+  }
+  const perWorker = workerRss(rows);
+  if (perWorker.length > 0) {
+    lines.push('', `RSS per plume worker process (issue 5 target: idle under ${WORKER_RSS_TARGET_MB} MB)`);
+    lines.push(
+      table(
+        ['server', 'workers', 'idle at start', '1 s after load (max)', 'after the case', 'parent'],
+        perWorker.map((w) => [
+          serverLabel(w.server, opts),
+          String(w.workers),
+          `${w.startMaxMB.toFixed(1)} MB`,
+          `${w.afterMaxMB.toFixed(1)} MB${w.afterMaxMB > WORKER_RSS_TARGET_MB ? ' (over)' : ''}`,
+          w.afterCase,
+          w.parentMB === null ? '-' : `${w.parentMB.toFixed(1)} MB`,
+        ]),
+        [false, true, true, true, false, true],
       ),
     );
   }
@@ -1281,6 +1393,13 @@ async function main(): Promise<void> {
   /** Apache's answer to each scenario's check, for comparing plume's 404 page with */
   const apacheAnswers = new Map<ScenarioName, Verified>();
 
+  if (opts.scenarios.includes('server-status') && opts.servers.some(isPlume)) {
+    plumeNoStatus = probeStatusModule(site, opts);
+    if (plumeNoStatus !== null) {
+      for (const name of opts.servers.filter(isPlume)) skipped[`${serverLabel(name, opts)} server-status`] = plumeNoStatus;
+      write(`plume server-status: ${plumeNoStatus}`);
+    }
+  }
   const servers: ServerName[] = [];
   for (const name of opts.servers) {
     const bin = name === 'apache' ? APACHE_BIN : name === 'nginx' ? NGINX_BIN : null;
@@ -1302,12 +1421,15 @@ async function main(): Promise<void> {
   const casesOf = (name: ServerName): { sc: Scenario; conns: number }[] =>
     opts.scenarios
       .map((s) => SCENARIOS[s])
-      .filter((sc) => runsScenario(sc, name))
+      .filter((sc) => runsScenario(sc, name) && !(sc.name === 'server-status' && isPlume(name) && plumeNoStatus !== null))
       .flatMap((sc) => opts.connections.map((c) => ({ sc, conns: c })));
   const perCase = 3 + opts.warmupS + opts.runs * (opts.durationS + 1);
-  const budgetS = servers.reduce((n, name) => n + casesOf(name).length, 0) * perCase;
+  // plume's cases wait 1 s more after the run (its RSS once idle again).
+  const budgetS = servers.reduce((n, name) => n + casesOf(name).length * (perCase + (isPlume(name) ? 1 : 0)), 0);
   const limitS = Math.ceil(budgetS * 1.5 + 60 + 15 * servers.length);
-  write(`estimated time: about ${Math.ceil(budgetS / 10) * 10} s (hard limit ${limitS} s)\n`);
+  write(
+    `estimated time: about ${Math.ceil(budgetS / 10) * 10} s (${(budgetS / 60).toFixed(1)} min; hard limit ${limitS} s)\n`,
+  );
   const hardDeadline = Date.now() + limitS * 1000;
 
   // A fresh server for every case (scenario x connections), so that memory and
@@ -1358,6 +1480,7 @@ async function main(): Promise<void> {
       const pid = started.child.pid as number;
       const idle = new Sampler(pid);
       idle.take();
+      const idleTree = isPlume(name) ? treeRss(pid) : null;
       try {
         checkAbort();
         let v: Verified;
@@ -1386,6 +1509,12 @@ async function main(): Promise<void> {
             );
           runs.push({ w, s: sampler });
           if (opts.runs > 1) write(`   ${label} run ${i + 1}: ${w.requestsPerSec.toFixed(0)} req/s`);
+        }
+        // plume's processes once the load is over (its heap stays grown): the idle RSS per worker.
+        let afterTree: TreeRss | null = null;
+        if (isPlume(name)) {
+          await sleep(1000);
+          afterTree = treeRss(pid);
         }
         // The median run by req/s (the only run when --runs 1); memory is the peak over all runs.
         const byRps = [...runs].sort((x, y) => x.w.requestsPerSec - y.w.requestsPerSec);
@@ -1421,6 +1550,8 @@ async function main(): Promise<void> {
           irqCpuPct: sampler.irqCpuPct,
           stealCpuPct: sampler.stealCpuPct,
           idleRssMB: mb(idle.peakRssKB),
+          ...(idleTree === null ? {} : { idleTree }),
+          ...(afterTree === null ? {} : { afterTree }),
           responseServerHeader: v.server,
           wrkOutput: w.raw,
         };
@@ -1481,6 +1612,7 @@ async function main(): Promise<void> {
     ),
     results: rows,
     ratios: ratios(rows, opts),
+    workerRss: workerRss(rows),
     skipped,
     failures,
     machineBusyBeforePct: idleCheck.busyPct,

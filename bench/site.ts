@@ -13,7 +13,7 @@ const APACHE_HTPASSWD = '/usr/bin/htpasswd';
 // ---------------------------------------------------------------- servers and scenarios
 
 export type ServerName = 'apache' | 'plume' | 'plume-workers' | 'nginx' | 'bare';
-export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'conn-per-request';
+export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'server-status' | 'conn-per-request';
 
 export const ALL_SERVERS: readonly ServerName[] = ['apache', 'plume', 'plume-workers', 'nginx', 'bare'];
 
@@ -47,6 +47,10 @@ export interface Scenario {
   skip: readonly ServerName[];
   /** servers that serve the same bytes without the feature measured: run, flagged in the tables */
   notEquivalent: Partial<Record<ServerName, string>>;
+  /** plume's body must have as many bytes and the same Content-Type as Apache's (a fixed page) */
+  sameAsApache: boolean;
+  /** text every server's body must contain (per server; others: not checked) */
+  bodyHas: Partial<Record<ServerName, string[]>>;
   /** one line for the start of the run */
   description: string;
 }
@@ -61,6 +65,8 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     headers: {},
     skip: [],
     notEquivalent: {},
+    sameAsApache: false,
+    bodyHas: {},
     description: '1 KB static file, keep-alive',
   },
   '100k': {
@@ -72,6 +78,8 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     headers: {},
     skip: [],
     notEquivalent: {},
+    sameAsApache: false,
+    bodyHas: {},
     description: '100 KB static file, keep-alive',
   },
   '404': {
@@ -83,6 +91,8 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     headers: {},
     skip: [],
     notEquivalent: {},
+    sameAsApache: true,
+    bodyHas: {},
     description: 'a missing file (each server sends its own 404 page), keep-alive',
   },
   auth: {
@@ -94,6 +104,8 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     headers: { Authorization: AUTH_HEADER },
     skip: ['bare'],
     notEquivalent: {},
+    sameAsApache: false,
+    bodyHas: {},
     description: '1 KB file under Basic auth, apr1 (MD5) htpasswd entry checked on every request, keep-alive',
   },
   htaccess3: {
@@ -105,7 +117,27 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     headers: {},
     skip: [],
     notEquivalent: { nginx: 'no .htaccess', bare: 'no .htaccess' },
+    sameAsApache: false,
+    bodyHas: {},
     description: '1 KB file three directories deep, AllowOverride All, a .htaccess at each level, keep-alive',
+  },
+  'server-status': {
+    name: 'server-status',
+    urlPath: '/server-status?auto',
+    status: 200,
+    file: null,
+    contentType: 'text/plain',
+    headers: {},
+    skip: ['bare'],
+    notEquivalent: { nginx: 'stub_status, not mod_status' },
+    sameAsApache: false,
+    bodyHas: {
+      apache: ['Total Accesses: ', 'Scoreboard: '],
+      plume: ['Total Accesses: ', 'Scoreboard: '],
+      'plume-workers': ['Total Accesses: ', 'Scoreboard: '],
+      nginx: ['Active connections: '],
+    },
+    description: 'mod_status machine-readable page (SetHandler server-status, ExtendedStatus at its default), keep-alive',
   },
   'conn-per-request': {
     name: 'conn-per-request',
@@ -116,12 +148,14 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     headers: { Connection: 'close' },
     skip: [],
     notEquivalent: {},
+    sameAsApache: false,
+    bodyHas: {},
     description: "1 KB file, a new connection for every request ('Connection: close')",
   },
 };
 
 /** In the order of the report (not Object.keys: '404' would sort first as an integer key). */
-export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'conn-per-request'];
+export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'server-status', 'conn-per-request'];
 
 /** Whether `server` takes part in `sc`. */
 export function runsScenario(sc: Scenario, server: ServerName): boolean {
@@ -268,9 +302,11 @@ export function runAsUser(): { user: string; group: string } | null {
  * The httpd.conf shared by Apache and plume. Only the Listen port differs
  * between the copies; every other path is either absolute or relative to
  * the ServerRoot given with -d (each server has its own, with its own logs/).
- * The modules of every scenario are loaded for all of them.
+ * The modules of every scenario are loaded for all of them. `withStatus` false
+ * leaves out mod_status and its <Location> (a plume without mod_status could
+ * not start with them); bench/run.ts then skips plume's server-status cases.
  */
-export function httpdConf(site: Site, port: number): string {
+export function httpdConf(site: Site, port: number, withStatus = true): string {
   const who = runAsUser();
   const m = APACHE_MODULES;
   const htpasswd = site.htpasswd ?? path.join(site.root, 'htpasswd');
@@ -289,6 +325,7 @@ LoadModule authz_user_module ${m}/mod_authz_user.so
 LoadModule mime_module ${m}/mod_mime.so
 LoadModule dir_module ${m}/mod_dir.so
 LoadModule headers_module ${m}/mod_headers.so
+${withStatus ? `LoadModule status_module ${m}/mod_status.so` : '# (no status_module: this plume has no mod_status)'}
 
 ServerName 127.0.0.1
 Listen 127.0.0.1:${port}
@@ -330,7 +367,12 @@ DirectoryIndex index.html
 <Directory "${site.htdocs}/d1">
     AllowOverride All
 </Directory>
-`;
+${withStatus ? `
+# server-status: mod_status, the specification's example
+<Location /server-status>
+    SetHandler server-status
+</Location>
+` : ''}`;
 }
 
 export function nginxConf(site: Site, dir: string, port: number): string {
@@ -373,6 +415,10 @@ http {
             auth_basic_user_file ${htpasswd};
         }
         # htaccess3: nginx has no .htaccess; the file is served plainly
+        # server-status: nginx's nearest equivalent (a much shorter page)
+        location = /server-status {
+            stub_status;
+        }
     }
 }
 `;
