@@ -360,6 +360,11 @@ export class WorkerScoreboard {
   private connStatsAt = -Infinity;
   private quiescing = false;
   private readBuf: Buffer | undefined;
+  /** `readBuf` holds the table as read during this event-loop turn (other workers' regions
+   *  change at most once per turn of theirs); the end of this worker's own region written so far. */
+  private imageFresh = false;
+  private writtenEnd = 0;
+  private readonly staleBound = (): void => { this.imageFresh = false; };
   private timer: NodeJS.Timeout | null = null;
   /** ExtendedStatus: record who and what each slot serves. */
   extended = true;
@@ -588,6 +593,7 @@ export class WorkerScoreboard {
     }
     const end = to < 0 ? CHILD_SIZE - C_WORKER : CHILD_SIZE - C_WORKER + (to + 1) * SLOT_SIZE;
     this.storage.write(b, 0, end, this.regionPos);
+    if (end > this.writtenEnd) this.writtenEnd = end;
     this.dirtyFrom = Number.MAX_SAFE_INTEGER;
     this.dirtyTo = -1;
     this.procDirty = false;
@@ -636,8 +642,22 @@ export class WorkerScoreboard {
     this.procDirty = true;
     this.flush(true);
     const size = imageSize(this.geometry);
-    if (this.readBuf === undefined || this.readBuf.length !== size) this.readBuf = Buffer.alloc(size);
-    return new ScoreboardImage(this.storage.read(this.readBuf));
+    if (this.readBuf === undefined || this.readBuf.length !== size) {
+      this.readBuf = Buffer.alloc(size);
+      this.imageFresh = false;
+    }
+    if (!this.batched) return new ScoreboardImage(this.storage.read(this.readBuf));
+    // A file shared with other workers: read it once per event-loop turn (the other workers
+    // publish their regions once per turn of theirs anyway); later requests of the same turn
+    // see this worker's own region as it is now, copied from memory.
+    if (this.imageFresh) {
+      this.region.copy(this.readBuf, this.regionPos, 0, this.writtenEnd);
+      return new ScoreboardImage(this.readBuf);
+    }
+    this.storage.read(this.readBuf);
+    this.imageFresh = true;
+    setImmediate(this.staleBound);
+    return new ScoreboardImage(this.readBuf);
   }
 
   detach(): void {
@@ -704,6 +724,8 @@ export interface SlotView {
 export interface Tally {
   /** The state of every slot, child by child (serverLimit x threadLimit). */
   stat: Uint8Array;
+  /** Per child: 1 when tally() looked at its slots (0: every slot of it is dead, 0 in `stat`). */
+  rowUsed: Uint8Array;
   processes: ProcessView[];
   /** Slots waiting for a request (processes of the current generation only), serving one,
    *  finishing gracefully. */
@@ -805,7 +827,7 @@ export class ScoreboardImage {
     const u32 = this.u32;
     const mpmGen = this.mpmGeneration;
     const t: Tally = {
-      stat: new Uint8Array(serverLimit * threadLimit), processes: [],
+      stat: new Uint8Array(serverLimit * threadLimit), rowUsed: new Uint8Array(serverLimit), processes: [],
       ready: 0, busy: 0, graceful: 0, count: 0, kbcount: 0, duration: 0, utime: 0, stime: 0,
       threadBusy: new Uint32Array(serverLimit), threadIdle: new Uint32Array(serverLimit), threadGraceful: new Uint32Array(serverLimit),
     };
@@ -819,6 +841,9 @@ export class ScoreboardImage {
       // No process: every slot is dead (0 in `stat` already); only counters left over count.
       const none = ps.pid === 0;
       if (none && !extended) continue;
+      // A child slot no worker ever attached to (since the last restart) holds no counters.
+      if (none && buf.readUInt32LE(childOffset(threadLimit, i) + C_W_PID) === 0) continue;
+      t.rowUsed[i] = 1;
       for (let j = 0; j < threadLimit; j++) {
         const o = base + j * SLOT_SIZE;
         if (none && (f64 !== null ? f64[(o + S_ACCESS) >>> 3]! : buf.readDoubleLE(o + S_ACCESS)) === 0) continue;

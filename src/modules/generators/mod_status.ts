@@ -401,6 +401,18 @@ function renderStatus(out: { put(s: string): void }, r: Request, img: Scoreboard
   // The scoreboard characters; slots past the configured processes and threads are left out.
   const stat = t.stat;
   for (let i = 0; i < serverLimit; i++) {
+    const row = i * threadLimit;
+    if (t.rowUsed[i] === 0) {
+      // Every slot of this child is dead: shown as '.' up to ThreadsPerChild of the
+      // configured processes, left out past them.
+      if (i < maxServers) {
+        stat.fill(DOT, row, row + Math.min(threadsPerChild, threadLimit));
+        stat.fill(DISABLED, row + Math.min(threadsPerChild, threadLimit), row + threadLimit);
+      } else {
+        stat.fill(DISABLED, row, row + threadLimit);
+      }
+      continue;
+    }
     for (let j = 0; j < threadLimit; j++) {
       const k = i * threadLimit + j;
       const res = stat[k]!;
@@ -512,6 +524,15 @@ function renderStatus(out: { put(s: string): void }, r: Request, img: Scoreboard
   let n = 0;
   let written = 0;
   for (let k = 0; k < stat.length; k++) {
+    if (short && k % threadLimit === 0 && t.rowUsed[k / threadLimit] === 0) {
+      // A dead child's row (see above): its dots at once.
+      const dots = k / threadLimit < maxServers ? Math.min(threadsPerChild, threadLimit) : 0;
+      line.fill(DOT, n, n + dots);
+      n += dots;
+      written += dots;
+      k += threadLimit - 1;
+      continue;
+    }
     const c = stat[k]!;
     if (c === DISABLED) continue;
     line[n++] = c;
@@ -541,6 +562,7 @@ function renderStatus(out: { put(s: string): void }, r: Request, img: Scoreboard
   if (extended && !short) {
     put(opts.notable ? '<hr /><h2>Server Details</h2>\n\n' : SLOT_TABLE_HEAD);
     for (let i = 0; i < serverLimit; i++) {
+      if (t.rowUsed[i] === 0) continue; // no slot of it served anything
       const ps = procs[i]!;
       for (let j = 0; j < threadLimit; j++) {
         img.slot(i, j, ps, ws);
