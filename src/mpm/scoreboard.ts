@@ -398,8 +398,7 @@ export class WorkerScoreboard {
 
   /** Takes over the slots' counters left in the table by this child slot's earlier process
    *  (per-slot totals survive a worker's replacement, as in httpd). */
-  load(image: Buffer): void {
-    const base = this.regionPos - C_WORKER;
+  load(image: Buffer, base = this.regionPos - C_WORKER): void {
     for (const s of this.slots) {
       const o = base + CHILD_SIZE + s.index * SLOT_SIZE;
       s.accessCount = image.readDoubleLE(o + S_ACCESS);
@@ -956,7 +955,11 @@ export function attachScoreboardFromEnv(ctx: ConfigContext): boolean {
   if (slot >= g.serverLimit) { fs.closeSync(fd); return false; }
   const storage = new FileStorage(fd);
   const w = new WorkerScoreboard(g, slot, Number.isInteger(generation) ? generation : 0, storage, true);
-  w.load(storage.read(Buffer.alloc(imageSize(g))));
+  // Only this child slot's record and request slots: the whole table can be megabytes.
+  const block = Buffer.alloc(CHILD_SIZE + g.threadLimit * SLOT_SIZE);
+  const got = fs.readSync(fd, block, 0, block.length, childOffset(g.threadLimit, slot));
+  if (got < block.length) block.fill(0, got);
+  w.load(block, 0);
   configure(w, ctx);
   w.start();
   scoreboard = w;
