@@ -4,6 +4,7 @@
 // framing, Host and Expect, request bodies (Content-Length or chunked, LimitRequestBody,
 // 100 Continue), timeouts, pipelining, keep-alive and a lingering close.
 
+import { noteRead } from '../request/stat-cache.js';
 import type * as net from 'node:net';
 import { streamFileRange } from './file-cache.js';
 import type { Runtime } from '../runtime.js';
@@ -309,6 +310,7 @@ export class HttpConnection implements ConnRec, Wire {
 
   // ---- reading requests -----------------------------------------------------------------
   private onData(d: Buffer): void {
+    noteRead();
     if (this.ending) return;
     if (this.rtStage === RT_HEADER) {
       // Out of time when the data comes: httpd does not read it. Whole lines count before

@@ -1,6 +1,7 @@
 // .htaccess files: parsed once per (file, allowed overrides) and revalidated by stat on
 // every use, so an edit is seen on the next request without re-reading unchanged files.
 
+import { statSince } from './stat-cache.js';
 import * as fs from 'node:fs';
 import type { Runtime } from '../runtime.js';
 import type { Request } from './request.js';
@@ -34,7 +35,7 @@ export function readHtaccess(rt: Runtime, r: Request, file: string, c: Overrides
   let st: fs.Stats | undefined;
   try {
     // A missing file answers undefined rather than an exception (most directories have none).
-    st = fs.statSync(fsPath(file), { throwIfNoEntry: false });
+    st = statSince(file, r.readSeq);
   } catch (e) {
     const code = (e as { code?: string }).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return NONE;

@@ -1,6 +1,7 @@
 // The request record (httpd's request_rec) and connection record (conn_rec). Every field is
 // initialised in the constructor so the objects keep one shape on the hot path.
 
+import { readCount } from './stat-cache.js';
 import type { Stats } from 'node:fs';
 import { HeaderTable } from './headers.js';
 import type { ServerRec } from '../server-rec.js';
@@ -110,6 +111,9 @@ export class Request {
   /** The merge-cache node the storage walk ended on (core's map_to_storage), for the
    *  location step; null until that walk ran. */
   storageWalk: Merged | null = null;
+  /** The socket-read count when this request was read: stat() answers taken since then may
+   *  serve it (src/server/request/stat-cache.ts). */
+  readonly readSeq: number = readCount();
 
   // ---- content --------------------------------------------------------------------------
   contentType: string | undefined = undefined;

@@ -3,6 +3,7 @@
 // <Files> against the file name — and the merge cache that makes a repeated path cost
 // one lookup. Merged vectors are shared, never mutated.
 
+import { lstatSince, statSince } from './stat-cache.js';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Request } from './request.js';
@@ -263,7 +264,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
   applySectionsAt('/', depth);
   const st0 = applyHtaccess('/');
   if (st0 !== OK) return st0;
-  if (comps.length === 0) finfo = statOrNull('/');
+  if (comps.length === 0) finfo = statOrNull('/', r.readSeq);
 
   // One stat() of the whole path, made when the first level that follows symlinks freely is
   // reached: where Options allow FollowSymLinks (without SymLinksIfOwnerMatch), a component's
@@ -284,14 +285,14 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
       if (fullStat === undefined) {
         // lstat() first: for a path whose last component is not a symlink it is the stat().
         const full = filename[0] !== '/' ? '/' + comps.join('/') : trailingSlash ? filename.slice(0, -1) : filename;
-        const l = lstatOrNull(full);
+        const l = lstatOrNull(full, r.readSeq);
         if (l !== null && !l.isSymbolicLink()) { fullStat = l; fullLstat = l; }
-        else fullStat = l === null ? null : statOrNull(full);
+        else fullStat = l === null ? null : statOrNull(full, r.readSeq);
       }
       // The full path does not exist: a stat() of its parent still vouches for every
       // component above the last (a missing file in an existing directory, the common 404).
       if (fullStat === null && parentIsDir === undefined && comps.length > 1) {
-        const parent = statOrNull('/' + comps.slice(0, -1).join('/'));
+        const parent = statOrNull('/' + comps.slice(0, -1).join('/'), r.readSeq);
         parentIsDir = parent !== null && parent.isDirectory();
       }
       if (fullStat !== null || (parentIsDir === true && !isLast)) {
@@ -326,7 +327,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
     let lst: fs.Stats | undefined = isLast ? fullLstat : undefined;
     if (lst === undefined) try {
       // ENOENT answers undefined rather than an exception (cheaper: the 404 path).
-      lst = fs.lstatSync(fsPath(candidate), { throwIfNoEntry: false });
+      lst = lstatSince(candidate, r.readSeq);
     } catch (e) {
       const code = (e as { code?: string }).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') return missing();
@@ -344,7 +345,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
         r.log('core', APLOG_ERR, `AH00037: Symbolic link not allowed or link target not accessible: ${candidate}`);
         return 403;
       }
-      const target = statOrNull(candidate);
+      const target = statOrNull(candidate, r.readSeq);
       if (!target) {
         r.log('core', APLOG_ERR, `AH00037: Symbolic link not allowed or link target not accessible: ${candidate}`);
         return 403;
@@ -398,12 +399,12 @@ function finishRegex(rt: Runtime, r: Request, from: Merged | null, run: CoreOpts
   return cur;
 }
 
-function lstatOrNull(p: string): fs.Stats | null {
-  try { return fs.lstatSync(fsPath(p), { throwIfNoEntry: false }) ?? null; } catch { return null; }
+function lstatOrNull(p: string, since: number): fs.Stats | null {
+  try { return lstatSince(p, since) ?? null; } catch { return null; }
 }
 
-function statOrNull(p: string): fs.Stats | null {
-  try { return fs.statSync(fsPath(p), { throwIfNoEntry: false }) ?? null; } catch { return null; }
+function statOrNull(p: string, since: number): fs.Stats | null {
+  try { return statSince(p, since) ?? null; } catch { return null; }
 }
 
 /** Paths are byte strings (one char per byte, as URLs decode): give the file system the bytes. */

@@ -1,0 +1,73 @@
+// stat() answers shared by the requests that arrive together.
+//
+// httpd stats a request's file and reads every .htaccess on its path for each request, so an
+// edit is seen by the very next request. plume keeps that promise with fewer system calls: a
+// stat() answer is reused only for requests whose bytes were already waiting when it was taken.
+// The unit is one turn of the event loop: the sockets epoll reports ready are read in its poll
+// phase, one after the other, so every stat() taken while one of them is read comes after the
+// bytes of all of them arrived. A client that changes a file and then begins its request is
+// read in a later turn than any answer taken before the change. So: the turn count goes up
+// once per turn (in the check phase that follows the reads); an answer is kept only when taken
+// while a socket read is being handled, and records the turn; a request records the turn it was
+// read in; an answer serves a request only when its turn is not before the request's.
+// Under concurrency the requests read in one turn share their stat() calls (the .htaccess files
+// of a deep path, the file itself); one request alone costs what it did.
+// (libuv asks epoll a second time within one poll phase only when 1,024 events came at once:
+// then a request begun in that short window could see an answer taken at the phase's start.)
+
+import * as fs from 'node:fs';
+import { fsPath } from './walk.js';
+
+let turn = 0;
+let reading = false;
+let bumping = false;
+
+const endRead = (): void => { reading = false; };
+const nextTurn = (): void => {
+  bumping = false;
+  turn++;
+  // Older answers may still serve the requests of earlier turns; the maps only bound memory.
+  lstats.clear();
+  stats.clear();
+};
+
+/** A socket read is being handled (the connection calls this first thing): answers taken until
+ *  the read's synchronous work is done are kept for this turn's requests. */
+export function noteRead(): void {
+  reading = true;
+  queueMicrotask(endRead);
+  if (!bumping) { bumping = true; setImmediate(nextTurn); }
+}
+
+/** The turn now: a request records it when it is read (Request.readSeq). */
+export function readCount(): number {
+  return turn;
+}
+
+interface Answer {
+  readonly at: number;
+  readonly st: fs.Stats | undefined;
+}
+
+const lstats = new Map<string, Answer>();
+const stats = new Map<string, Answer>();
+
+function cached(map: Map<string, Answer>, p: string, since: number, follow: boolean): fs.Stats | undefined {
+  const a = map.get(p);
+  if (a !== undefined && a.at >= since) return a.st;
+  // Errors other than a missing file are thrown, and not kept.
+  const path = fsPath(p);
+  const st = follow ? fs.statSync(path, { throwIfNoEntry: false }) : fs.lstatSync(path, { throwIfNoEntry: false });
+  if (reading) map.set(p, { at: turn, st });
+  return st;
+}
+
+/** lstat(p) (undefined when missing), reusing an answer taken in turn `since` or later. */
+export function lstatSince(p: string, since: number): fs.Stats | undefined {
+  return cached(lstats, p, since, false);
+}
+
+/** stat(p) (undefined when missing), reusing an answer taken in turn `since` or later. */
+export function statSince(p: string, since: number): fs.Stats | undefined {
+  return cached(stats, p, since, true);
+}
