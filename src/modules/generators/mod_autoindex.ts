@@ -13,7 +13,7 @@
 import * as fs from 'node:fs';
 import {
   DECLINED, HOOK_MIDDLE, MODULE_API_VERSION, OK, OR_ALL, OR_INDEXES,
-  defineModule, directive,
+  defineModule, directive, type MaybePromise,
 } from '../../server/module.js';
 import type { CmdParms } from '../../server/config/cmd.js';
 import { splitWords } from '../../server/config/lexer.js';
@@ -1210,10 +1210,15 @@ function unescapeUrl(s: string): string | undefined {
   return out;
 }
 
-/** handle_autoindex: only for httpd/unix-directory and GET (or HEAD). */
-async function handleAutoindex(r: Request): Promise<number> {
+/** handle_autoindex: only for httpd/unix-directory and GET (or HEAD); other requests are
+ *  declined at once (no promise, no microtask). */
+function handleAutoindex(r: Request): MaybePromise<number> {
   if (r.handler !== DIR_MAGIC_TYPE) return DECLINED;
   if (r.method !== 'GET' && r.method !== 'HEAD') return DECLINED;
+  return autoindexRequest(r);
+}
+
+async function autoindexRequest(r: Request): Promise<number> {
   const d = self.dir(r);
   const core = coreDir(r);
   if (core.opts & OPT_INDEXES) {

@@ -9,7 +9,7 @@
 
 import * as os from 'node:os';
 import {
-  DECLINED, HOOK_MIDDLE, HOOK_REALLY_FIRST, MODULE_API_VERSION, OK, defineModule,
+  DECLINED, HOOK_MIDDLE, HOOK_REALLY_FIRST, MODULE_API_VERSION, OK, defineModule, type MaybePromise,
 } from '../../server/module.js';
 import type { Request } from '../../server/request/request.js';
 import type { ConfigContext } from '../../server/config/context.js';
@@ -365,9 +365,13 @@ function parseOptions(args: string | undefined): Options {
   return o;
 }
 
-/** status_handler. */
-async function statusHandler(r: Request): Promise<number> {
+/** status_handler; other requests are declined at once (no promise, no microtask). */
+function statusHandler(r: Request): MaybePromise<number> {
   if (r.handler !== 'server-status' && r.handler !== STATUS_MAGIC_TYPE) return DECLINED;
+  return serveStatus(r);
+}
+
+async function serveStatus(r: Request): Promise<number> {
   const sb = scoreboard;
   if (sb === null) {
     r.log('status', APLOG_ERR, 'AH01237: Server status unavailable in inetd mode');

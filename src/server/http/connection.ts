@@ -13,7 +13,7 @@ import type { Wire } from './wire.js';
 import type { ServerRec } from '../server-rec.js';
 import { processRequest, die } from '../request/lifecycle.js';
 import { runAll } from '../hooks.js';
-import { OK } from '../module.js';
+import { OK, type MaybePromise } from '../module.js';
 import { nowMicros } from '../log/time.js';
 import { decodeUrlPath } from './uri.js';
 import { markLengthUnknown } from './response.js';
@@ -42,6 +42,8 @@ const READ_AHEAD_MAX = 256 * 1024;
 /** Lingering close: how long a closing connection waits for the client to go. */
 const LINGER_MS = 2000;
 /** What the connection's one timer is waiting for. */
+/** What a corked connection collects into one buffer; a larger write goes out as it is. */
+const HOLD_MAX = 16384;
 const TIMER_NONE = 0;
 const TIMER_READ = 1;
 const TIMER_KEEPALIVE = 2;
@@ -179,8 +181,21 @@ export class HttpConnection implements ConnRec, Wire {
   get destroyed(): boolean { return this.closed || this.socket.destroyed; }
   write(data: Buffer | string, encoding: BufferEncoding = 'latin1'): boolean {
     if (this.destroyed) return true;
+    if (this.corked > 0) {
+      // Small latin1 strings and buffers are collected and leave as one buffer at uncork().
+      if ((typeof data !== 'string' || encoding === 'latin1') && this.heldBytes + data.length <= HOLD_MAX) {
+        this.held.push(data);
+        this.heldBytes += data.length;
+        return true;
+      }
+      this.release();
+    }
     return typeof data === 'string' ? this.socket.write(data, encoding) : this.socket.write(data);
   }
+  /** Writes collected while corked, and their total length. */
+  private held: (Buffer | string)[] = [];
+  private heldBytes = 0;
+  private corked = 0;
   private waiters: (() => void)[] = [];
   drain(): Promise<void> {
     if (this.destroyed || !this.socket.writableNeedDrain) return Promise.resolve();
@@ -195,8 +210,32 @@ export class HttpConnection implements ConnRec, Wire {
     // A file cut short under us leaves the response incomplete: drop the connection.
     return streamFileRange(this, path, start, length, sendfile, () => this.socket.destroy());
   }
-  cork(): void { this.socket.cork(); }
-  uncork(): void { this.socket.uncork(); }
+  /** A response's head and a small body leave in one write() of one buffer: cheaper than
+   *  the socket's own cork (a writev of several chunks, a string among them). */
+  cork(): void { this.corked++; }
+  uncork(): void {
+    if (--this.corked === 0 && this.held.length > 0) this.release();
+  }
+  private release(): void {
+    const held = this.held;
+    const n = held.length;
+    if (n === 0) return;
+    let out: Buffer | string;
+    if (n === 1) out = held[0]!;
+    else {
+      out = Buffer.allocUnsafe(this.heldBytes);
+      let at = 0;
+      for (let i = 0; i < n; i++) {
+        const d = held[i]!;
+        at += typeof d === 'string' ? out.write(d, at, 'latin1') : d.copy(out, at);
+      }
+    }
+    this.held = [];
+    this.heldBytes = 0;
+    if (!this.destroyed) {
+      if (typeof out === 'string') this.socket.write(out, 'latin1'); else this.socket.write(out);
+    }
+  }
 
   // ---- timers -----------------------------------------------------------------------------
   // One Timeout object per connection, re-armed with refresh() (cheaper than a new timer per
@@ -439,7 +478,7 @@ export class HttpConnection implements ConnRec, Wire {
       // HTTP/0.9: no headers follow.
       this.begin(r, lineNext);
       this.consume(lineNext);
-      void this.handle(r);
+      this.handle(r);
       return;
     }
     const lines: string[] = [];
@@ -466,7 +505,7 @@ export class HttpConnection implements ConnRec, Wire {
       void this.dieUnusable(r, hs);
       return;
     }
-    void this.handle(r);
+    this.handle(r);
   }
 
   /** The first bytes of a request arrived after a keep-alive wait: the header stage (or the
@@ -649,10 +688,7 @@ export class HttpConnection implements ConnRec, Wire {
   }
 
   private storeField(r: Request, name: string, value: string): number {
-    const h = r.headersIn;
-    if (h.size === 0 || !h.has(name)) { h.add(name, value); return OK; }
-    h.merge(name, value);
-    return -1;
+    return r.headersIn.mergeFound(name, value) ? -1 : OK;
   }
 
   /** die_unusable_input: the rest of the input is dropped and the connection closes. */
@@ -686,54 +722,98 @@ export class HttpConnection implements ConnRec, Wire {
   }
 
   /** Everything after the headers: framing, Host and Expect, post_read_request, then the
-   *  request through the lifecycle. */
-  private async handle(r: Request): Promise<void> {
+   *  request through the lifecycle. Synchronous until a step answers with a promise (no
+   *  promise or microtask for a request served at once). */
+  private handle(r: Request): void {
     r.headerOnly = r.method === 'HEAD';
     if (!r.assbackwards) {
       const st = this.setupBody(r);
-      if (st !== OK) { await this.dieUnusable(r, st); return; }
+      if (st !== OK) { void this.dieUnusable(r, st); return; }
     }
     const hs = this.checkRequestHeader(r);
     r.perDirConfig = r.server.lookupDefaults;
     r.logLevel = r.server.logLevel;
-    if (hs !== OK) { await this.dieBeforeHooks(r, hs); return; }
+    if (hs !== OK) { void this.dieBeforeHooks(r, hs); return; }
+    let served: MaybePromise<void>;
     try {
-      let pr = runAll(this.rt.hooks.postReadRequest, r);
-      if (pr instanceof Promise) pr = await pr;
-      // ap_post_read_request: only http and https absolute URIs are served.
-      if (pr === OK && this.target.scheme !== undefined && !isHttpScheme(this.target.scheme)) pr = 400;
-      if (pr === OK) pr = this.decodePath(r);
-      if (pr !== OK) {
-        r.status = pr;
-        await die(this.rt, r, pr);
-      } else {
-        const done = processRequest(this.rt, r);
-        if (done instanceof Promise) await done;
-      }
-      // An HTTP/0.9 response ends with the connection.
-      if (r.assbackwards) this.keepAlive = false;
-      // Whatever of the body the handler did not read is discarded before the next request.
-      if (r.body && !r.body.done && this.keepAlive) {
-        const d = await r.body.discard(this.bodyLimit(r));
-        if (d !== OK) this.keepAlive = false;
-      }
-      let last: Request = r;
-      while (last.next) last = last.next;
-      const logged = runAll(this.rt.hooks.logTransaction, last);
-      if (logged instanceof Promise) await logged;
+      served = this.serve(r);
     } catch (e) {
-      this.keepAlive = false;
-      r.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
-      if (!r.headersSent) {
-        try { r.status = 500; await die(this.rt, r, 500); } catch { /* connection gone */ }
-      }
+      served = this.serveFailed(r, e);
     }
+    if (served instanceof Promise) {
+      served.then(
+        () => this.requestEnded(r),
+        (e: unknown) => this.serveFailed(r, e).then(() => this.requestEnded(r)),
+      );
+      return;
+    }
+    this.requestEnded(r);
+  }
+
+  /** post_read_request, the URL path, the lifecycle, the body left over, the log. */
+  private serve(r: Request): MaybePromise<void> {
+    const pr = runAll(this.rt.hooks.postReadRequest, r);
+    if (pr instanceof Promise) return pr.then((v) => this.serveRead(r, v));
+    return this.serveRead(r, pr);
+  }
+
+  private serveRead(r: Request, postRead: number): MaybePromise<void> {
+    let pr = postRead;
+    // ap_post_read_request: only http and https absolute URIs are served.
+    if (pr === OK && this.target.scheme !== undefined && !isHttpScheme(this.target.scheme)) pr = 400;
+    if (pr === OK) pr = this.decodePath(r);
+    let done: MaybePromise<void>;
+    if (pr !== OK) {
+      r.status = pr;
+      done = die(this.rt, r, pr);
+    } else {
+      done = processRequest(this.rt, r);
+    }
+    if (done instanceof Promise) return done.then(() => this.served(r));
+    return this.served(r);
+  }
+
+  /** The response is out: the body nobody read is discarded, then the request is logged. */
+  private served(r: Request): MaybePromise<void> {
+    // An HTTP/0.9 response ends with the connection.
+    if (r.assbackwards) this.keepAlive = false;
+    // Whatever of the body the handler did not read is discarded before the next request.
+    if (r.body && !r.body.done && this.keepAlive) {
+      return r.body.discard(this.bodyLimit(r)).then((d) => {
+        if (d !== OK) this.keepAlive = false;
+        return this.logRequest(r);
+      });
+    }
+    return this.logRequest(r);
+  }
+
+  private logRequest(r: Request): MaybePromise<void> {
+    let last: Request = r;
+    while (last.next) last = last.next;
+    const logged = runAll(this.rt.hooks.logTransaction, last);
+    if (logged instanceof Promise) return logged.then(() => undefined);
+    return undefined;
+  }
+
+  /** A step threw or failed: logged, and a 500 when nothing was sent yet. */
+  private async serveFailed(r: Request, e: unknown): Promise<void> {
+    this.keepAlive = false;
+    r.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
+    if (!r.headersSent) {
+      try { r.status = 500; await die(this.rt, r, 500); } catch { /* connection gone */ }
+    }
+  }
+
+  /** The next request of a kept-alive connection, or the end of the connection. */
+  private requestEnded(r: Request): void {
     this.rtStage = RT_NONE;
     if (this.keepAlive && !this.destroyed && !(this.eof && this.buf.length === 0)) {
       this.busy = false;
       if (this.socket.isPaused()) this.socket.resume();
       this.armTimer(r.server.keepAliveTimeout, TIMER_KEEPALIVE);
-      if (this.buf.length || this.eof) this.tryRequest();
+      // A pipelined request waits for the microtask queue: served here, a long pipeline
+      // would nest one call per request.
+      if (this.buf.length || this.eof) queueMicrotask(() => this.tryRequest());
     } else {
       this.endConnection();
     }

@@ -258,6 +258,28 @@ function uriFailed(r: Request, uri: string, t: RequestTarget): number {
  * An empty Host leaves the request without a host name ('').
  */
 export function fixHostname(r: Request, header: string | undefined, strict: boolean): string | undefined {
+  if (header === undefined || r.parsedPort !== 0) return checkHostname(r, header, strict);
+  // A Host header seen before gives the same answer (only good ones are remembered: a bad
+  // one is logged each time).
+  const memo = strict ? strictHosts : laxHosts;
+  const hit = memo.get(header);
+  if (hit !== undefined) {
+    if (hit.port !== 0) r.parsedPort = hit.port;
+    return hit.host;
+  }
+  const host = checkHostname(r, header, strict);
+  if (host !== undefined) {
+    if (memo.size >= 1024) memo.clear();
+    memo.set(header, { host, port: r.parsedPort });
+  }
+  return host;
+}
+
+interface HostAnswer { readonly host: string; readonly port: number }
+const strictHosts = new Map<string, HostAnswer>();
+const laxHosts = new Map<string, HostAnswer>();
+
+function checkHostname(r: Request, header: string | undefined, strict: boolean): string | undefined {
   const src = header ?? r.hostname;
   if (src === '') return '';
   if (/^[0-9]+$/.test(src)) {

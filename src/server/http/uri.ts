@@ -8,6 +8,8 @@ import { coreDir } from '../core/core-module.js';
 
 /** Removes "." and ".." segments; returns null when ".." would climb above "/". */
 export function normalizePath(p: string, mergeSlashes: boolean): string | null {
+  // Nothing to do without a dot segment or an empty one (the common case).
+  if (p.charCodeAt(0) === 0x2f && !p.includes('/.') && (!mergeSlashes || !p.includes('//'))) return p;
   const segs = p.split('/');
   const out: string[] = [];
   for (let i = 1; i < segs.length; i++) {

@@ -59,6 +59,15 @@ export class HeaderTable {
     const v = this.e[i + 2]!;
     this.e[i + 2] = v === '' ? value : `${v}, ${value}`;
   }
+  /** merge(), answering whether the name was there already (one lookup for both). */
+  mergeFound(name: string, value: string): boolean {
+    const k = lower(name);
+    const i = this.find(k);
+    if (i < 0) { this.e.push(k, name, value); return false; }
+    const v = this.e[i + 2]!;
+    this.e[i + 2] = v === '' ? value : `${v}, ${value}`;
+    return true;
+  }
   unset(name: string): void {
     const k = lower(name);
     const e = this.e;

@@ -203,7 +203,6 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
   const accessNames = coreServer(r.server).accessNames ?? ['.htaccess'];
 
   // Split into components; walk from "/" down, stopping at the first that does not exist.
-  const parts = filename.split('/');
   const trailingSlash = filename.endsWith('/');
   let now: Merged | null = null;
   const run = coreOptsOf(from.vec);
@@ -212,7 +211,7 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
   let depth = 1; // components in `dir`, counted as httpd does: the number of slashes
   let finfo: fs.Stats | null = null;
   let pathInfo = '';
-  const comps = parts.filter((p) => p !== '');
+  const comps = componentsOf(filename);
 
   const applySectionsAt = (d: string, dDepth: number): void => {
     for (; secIdx < secs.length; secIdx++) {
@@ -377,6 +376,19 @@ export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkRes
   r.pathInfo = '';
   r.finfo = finfo;
   return finishWalk(rt, from, finishRegex(rt, r, now, run, secs, secIdx));
+}
+
+/** A path's non-empty components, remembered per path (the same few paths come again and
+ *  again); the arrays are shared, never modified. */
+const components = new Map<string, readonly string[]>();
+function componentsOf(filename: string): readonly string[] {
+  let c = components.get(filename);
+  if (c === undefined) {
+    c = filename.split('/').filter((p) => p !== '');
+    if (components.size >= 4096) components.clear();
+    components.set(filename, c);
+  }
+  return c;
 }
 
 function finishRegex(rt: Runtime, r: Request, from: Merged | null, run: CoreOpts, secs: readonly Section[], start: number): Merged | null {
