@@ -46,7 +46,7 @@ const CHILD_STATES: readonly ChildState[] = ['unset', 'starting', 'ready', 'grac
 
 // ---- layout ---------------------------------------------------------------------------------
 const MAGIC = 0x42534c50; // "PLSB"
-const VERSION = 1;
+const VERSION = 2;
 const HEADER_SIZE = 256;
 const H_MAGIC = 0;
 const H_VERSION = 4;
@@ -58,6 +58,8 @@ const H_CONFIG_GEN = 24;
 const H_MPM_GEN = 28;
 const H_RESTART_TIME = 32; // f64, microseconds since the epoch
 const H_PARENT_PID = 40;
+/** Child slots ever given to a worker (1 + the highest): readers need not read past them. */
+const H_CHILDREN = 44;
 
 const CHILD_SIZE = 128;
 /** Parent-written part of a child record. */
@@ -75,6 +77,9 @@ const C_W_WRITING = 52;
 const C_W_WAITIO = 56;
 const C_W_NOT_ACCEPTING = 60;
 const C_W_QUIESCING = 61;
+/** Leading request slots that may hold anything (at least ThreadsPerChild): readers need
+ *  not look past them. */
+const C_W_SLOTS = 64;
 
 const SLOT_SIZE = 272;
 const S_STATUS = 0;
@@ -142,6 +147,11 @@ function imageSize(g: ScoreboardGeometry): number {
   return childOffset(g.threadLimit, g.serverLimit);
 }
 
+function isZero(buf: Buffer, off: number, size: number): boolean {
+  for (let k = off; k < off + size; k++) if (buf[k] !== 0) return false;
+  return true;
+}
+
 function putString(buf: Buffer, off: number, size: number, s: string): void {
   const n = s.length === 0 ? 0 : buf.write(s, off, Math.min(s.length, size - 1), 'latin1');
   buf.fill(0, off + n, off + size);
@@ -157,8 +167,8 @@ function getString(buf: Buffer, off: number, size: number): string {
 // ---- storage: a file, or memory (-X) --------------------------------------------------------
 
 interface Storage {
-  /** The whole table as last read (memory: the live image). */
-  read(into: Buffer): Buffer;
+  /** The table as last read (memory: the live image); a file is read up to `length`. */
+  read(into: Buffer, length?: number): Buffer;
   write(buf: Buffer, from: number, length: number, position: number): void;
   close(): void;
 }
@@ -174,9 +184,9 @@ class MemoryStorage implements Storage {
 
 class FileStorage implements Storage {
   constructor(private fd: number) {}
-  read(into: Buffer): Buffer {
-    const n = fs.readSync(this.fd, into, 0, into.length, 0);
-    if (n < into.length) into.fill(0, n);
+  read(into: Buffer, length = into.length): Buffer {
+    const n = fs.readSync(this.fd, into, 0, length, 0);
+    if (n < length) into.fill(0, n, length);
     return into;
   }
   write(buf: Buffer, from: number, length: number, position: number): void {
@@ -214,6 +224,7 @@ export interface CreateOptions {
 
 class Parent implements ParentScoreboard {
   private readonly hdr = Buffer.alloc(HEADER_SIZE);
+  private children = 0;
   private readonly rec = Buffer.alloc(C_WORKER);
   constructor(readonly path: string, readonly geometry: ScoreboardGeometry, readonly storage: Storage) {}
 
@@ -229,11 +240,17 @@ class Parent implements ParentScoreboard {
     h.writeUInt32LE(mpmGen, H_MPM_GEN);
     h.writeDoubleLE(restartTime, H_RESTART_TIME);
     h.writeUInt32LE(process.pid, H_PARENT_PID);
+    h.writeUInt32LE(this.children, H_CHILDREN);
     this.storage.write(h, 0, HEADER_SIZE, 0);
   }
 
   setChild(slot: number, child: { pid: number; generation: number; state: ChildState }): void {
     if (slot < 0 || slot >= this.geometry.serverLimit) return;
+    if (slot >= this.children) {
+      this.children = slot + 1;
+      this.hdr.writeUInt32LE(this.children, H_CHILDREN);
+      this.storage.write(this.hdr, H_CHILDREN, 4, H_CHILDREN);
+    }
     const r = this.rec;
     r.fill(0);
     r.writeUInt32LE(child.state === 'dead' ? 0 : child.pid, C_PID);
@@ -332,6 +349,9 @@ class Slot {
   /** Counted since the last write: its CPU times are taken then. */
   counted = false;
   dirty = false;
+  /** The strings as last encoded into the region (the region starts zeroed; the vhost field
+   *  is always written the first time). */
+  readonly encoded = { client: '', request: '', vhostName: '', vhostPort: NaN, protocol: '' };
   constructor(readonly index: number) {}
 }
 
@@ -364,13 +384,16 @@ export class WorkerScoreboard {
    *  change at most once per turn of theirs); the end of this worker's own region written so far. */
   private imageFresh = false;
   private writtenEnd = 0;
+  /** Leading slots that may hold anything: ThreadsPerChild, or more once the slots past it
+   *  were used (C_W_SLOTS). */
+  private used: number;
   private readonly staleBound = (): void => { this.imageFresh = false; };
   private timer: NodeJS.Timeout | null = null;
   /** ExtendedStatus: record who and what each slot serves. */
   extended = true;
   /** SeeRequestTail. */
   requestTail = false;
-  private readonly flushBound = (): void => { this.scheduled = false; this.flush(); };
+  private readonly flushBound = (): void => { this.scheduled = false; if (!this.detached) this.flush(); };
 
   constructor(
     readonly geometry: ScoreboardGeometry,
@@ -384,6 +407,7 @@ export class WorkerScoreboard {
     this.regionPos = childOffset(g.threadLimit, child) + C_WORKER;
     this.region = Buffer.alloc(CHILD_SIZE - C_WORKER + g.threadLimit * SLOT_SIZE);
     this.slots = [];
+    this.used = g.threadsPerChild;
     for (let j = 0; j < g.threadLimit; j++) this.slots.push(new Slot(j));
     this.free = new Uint32Array(g.threadsPerChild);
     for (let j = 0; j < g.threadsPerChild; j++) this.free[j] = j;
@@ -412,6 +436,7 @@ export class WorkerScoreboard {
       s.vhostName = getString(image, o + S_VHOST, VHOST_LEN);
       s.vhostPort = -1;
       s.protocol = getString(image, o + S_PROTOCOL, PROTOCOL_LEN);
+      if (s.index >= this.used && !isZero(image, o, SLOT_SIZE)) this.used = s.index + 1;
     }
   }
 
@@ -425,7 +450,8 @@ export class WorkerScoreboard {
       s.connCount = 0;
       s.connBytes = 0;
       s.lastUsed = now;
-      this.touch(s);
+      // Slots past the used ones are zero (dead) in the table already.
+      if (s.index < this.used) this.touch(s);
     }
     this.flush();
   }
@@ -537,6 +563,7 @@ export class WorkerScoreboard {
       s = this.slots[this.shareNext++ % this.slots.length]!;
     } else {
       s = this.slots[j]!;
+      if (j >= this.used) { this.used = j + 1; this.procDirty = true; }
     }
     s.holders++;
     this.held.set(c, s);
@@ -578,6 +605,17 @@ export class WorkerScoreboard {
    *  DIFFERENCE: the CPU times are Node's process.cpuUsage() now, for the slots that counted a
    *  request since the last write (httpd takes times() at each count). */
   flush(force = false): void {
+    this.encode(force);
+    if (this.unwritten === 0) return;
+    this.storage.write(this.region, 0, this.unwritten, this.regionPos);
+    this.unwritten = 0;
+  }
+
+  /** The end of the region encoded but not written yet (0: nothing to write). */
+  private unwritten = 0;
+
+  /** Encodes what changed into the region (memory only). */
+  private encode(force: boolean): void {
     const from = this.dirtyFrom;
     const to = this.dirtyTo;
     if (to < 0 && !this.procDirty) return;
@@ -591,7 +629,7 @@ export class WorkerScoreboard {
       encodeSlot(b, CHILD_SIZE - C_WORKER + j * SLOT_SIZE, s);
     }
     const end = to < 0 ? CHILD_SIZE - C_WORKER : CHILD_SIZE - C_WORKER + (to + 1) * SLOT_SIZE;
-    this.storage.write(b, 0, end, this.regionPos);
+    if (end > this.unwritten) this.unwritten = end;
     if (end > this.writtenEnd) this.writtenEnd = end;
     this.dirtyFrom = Number.MAX_SAFE_INTEGER;
     this.dirtyTo = -1;
@@ -633,13 +671,17 @@ export class WorkerScoreboard {
     b.writeUInt32LE(0, C_W_WRITING - C_WORKER);
     b.writeUInt32LE(0, C_W_WAITIO - C_WORKER);
     b.writeUInt8(this.notAccepting ? 1 : 0, C_W_NOT_ACCEPTING - C_WORKER);
+    b.writeUInt32LE(this.used, C_W_SLOTS - C_WORKER);
     b.writeUInt8(this.quiescing ? 1 : 0, C_W_QUIESCING - C_WORKER);
   }
 
   /** The whole table as it is now, this worker's latest state included. */
   snapshot(): ScoreboardImage {
     this.procDirty = true;
-    this.flush(true);
+    // In one process the table is this memory: written through. With other workers reading
+    // the file, this worker's own region is overlaid from memory below and goes to the file
+    // with the turn's write.
+    if (this.batched) { this.encode(true); this.schedule(); } else this.flush(true);
     const size = imageSize(this.geometry);
     if (this.readBuf === undefined || this.readBuf.length !== size) {
       this.readBuf = Buffer.alloc(size);
@@ -653,7 +695,17 @@ export class WorkerScoreboard {
       this.region.copy(this.readBuf, this.regionPos, 0, this.writtenEnd);
       return new ScoreboardImage(this.readBuf);
     }
-    this.storage.read(this.readBuf);
+    // Only the child slots ever used (the header says how many; the rest stay zero): the
+    // whole table can be megabytes.
+    const img = this.readBuf;
+    const tl = this.geometry.threadLimit;
+    const known = img.readUInt32LE(H_CHILDREN);
+    const length = known > 0 ? Math.min(size, childOffset(tl, known)) : size;
+    this.storage.read(img, length);
+    const children = img.readUInt32LE(H_CHILDREN);
+    if (children > known && length < size) this.storage.read(img, Math.min(size, childOffset(tl, children)));
+    // This worker's own region as it is in memory (the file gets it at the end of the turn).
+    this.region.copy(img, this.regionPos, 0, this.writtenEnd);
     this.imageFresh = true;
     setImmediate(this.staleBound);
     return new ScoreboardImage(this.readBuf);
@@ -661,8 +713,12 @@ export class WorkerScoreboard {
 
   detach(): void {
     if (this.timer !== null) { clearInterval(this.timer); this.timer = null; }
+    // What this worker encoded last goes out before the table is let go.
+    this.flush();
+    this.detached = true;
     this.storage.close();
   }
+  private detached = false;
 }
 
 function encodeSlot(b: Buffer, o: number, s: Slot): void {
@@ -679,10 +735,16 @@ function encodeSlot(b: Buffer, o: number, s: Slot): void {
   b.writeDoubleLE(s.lastUsed, o + S_LAST_USED);
   b.writeUInt32LE(s.utime, o + S_UTIME);
   b.writeUInt32LE(s.stime, o + S_STIME);
-  putString(b, o + S_CLIENT, CLIENT_LEN, s.client);
-  putString(b, o + S_REQUEST, REQUEST_LEN, s.request);
-  putString(b, o + S_VHOST, VHOST_LEN, s.vhostPort < 0 ? s.vhostName : `${s.vhostName}:${s.vhostPort}`);
-  putString(b, o + S_PROTOCOL, PROTOCOL_LEN, s.protocol);
+  // The strings only when they changed since this slot's last encoding (the bytes stay).
+  const e = s.encoded;
+  if (e.client !== s.client) { putString(b, o + S_CLIENT, CLIENT_LEN, s.client); e.client = s.client; }
+  if (e.request !== s.request) { putString(b, o + S_REQUEST, REQUEST_LEN, s.request); e.request = s.request; }
+  if (e.vhostName !== s.vhostName || e.vhostPort !== s.vhostPort) {
+    putString(b, o + S_VHOST, VHOST_LEN, s.vhostPort < 0 ? s.vhostName : `${s.vhostName}:${s.vhostPort}`);
+    e.vhostName = s.vhostName;
+    e.vhostPort = s.vhostPort;
+  }
+  if (e.protocol !== s.protocol) { putString(b, o + S_PROTOCOL, PROTOCOL_LEN, s.protocol); e.protocol = s.protocol; }
 }
 
 // ---- reading -------------------------------------------------------------------------------
@@ -725,6 +787,8 @@ export interface Tally {
   stat: Uint8Array;
   /** Per child: 1 when tally() looked at its slots (0: every slot of it is dead, 0 in `stat`). */
   rowUsed: Uint8Array;
+  /** Per child looked at: how many of its leading slots (the others are dead, 0 in `stat`). */
+  rowSlots: Uint32Array;
   processes: ProcessView[];
   /** Slots waiting for a request (processes of the current generation only), serving one,
    *  finishing gracefully. */
@@ -826,7 +890,7 @@ export class ScoreboardImage {
     const u32 = this.u32;
     const mpmGen = this.mpmGeneration;
     const t: Tally = {
-      stat: new Uint8Array(serverLimit * threadLimit), rowUsed: new Uint8Array(serverLimit), processes: [],
+      stat: new Uint8Array(serverLimit * threadLimit), rowUsed: new Uint8Array(serverLimit), rowSlots: new Uint32Array(serverLimit), processes: [],
       ready: 0, busy: 0, graceful: 0, count: 0, kbcount: 0, duration: 0, utime: 0, stime: 0,
       threadBusy: new Uint32Array(serverLimit), threadIdle: new Uint32Array(serverLimit), threadGraceful: new Uint32Array(serverLimit),
     };
@@ -843,7 +907,10 @@ export class ScoreboardImage {
       // A child slot no worker ever attached to (since the last restart) holds no counters.
       if (none && buf.readUInt32LE(childOffset(threadLimit, i) + C_W_PID) === 0) continue;
       t.rowUsed[i] = 1;
-      for (let j = 0; j < threadLimit; j++) {
+      // Slots past the ones the worker ever used are zero: dead, nothing counted.
+      const slots = Math.min(threadLimit, Math.max(threadsPerChild, buf.readUInt32LE(childOffset(threadLimit, i) + C_W_SLOTS)));
+      t.rowSlots[i] = slots;
+      for (let j = 0; j < slots; j++) {
         const o = base + j * SLOT_SIZE;
         if (none && (f64 !== null ? f64[(o + S_ACCESS) >>> 3]! : buf.readDoubleLE(o + S_ACCESS)) === 0) continue;
         let res = buf[o + S_STATUS]!;

@@ -46,30 +46,36 @@ const f = Math.fround;
 
 const NDIG = 80;
 
-/** C's modf: [fraction, integer part], with modf(inf) = [0, inf]. */
-function modf(x: number): [number, number] {
-  if (!Number.isFinite(x)) return [Number.isNaN(x) ? x : 0, x];
+/** C's modf: returns the fraction and leaves the integer part in `modfInt`, with
+ *  modf(inf) = 0 (integer part inf). No tuple: status pages format numbers per request. */
+let modfInt = 0;
+function modf(x: number): number {
+  if (!Number.isFinite(x)) { modfInt = x; return Number.isNaN(x) ? x : 0; }
   const i = Math.trunc(x);
-  return [x - i, i];
+  modfInt = i;
+  return x - i;
 }
+
+/** apr_cvt's digit buffer, reused (one conversion at a time). */
+const cvtBuf = Buffer.alloc(NDIG + 1);
 
 /** apr_cvt: `ndigits` digits (eflag) or digits to `ndigits` places after the point (!eflag),
  *  the decimal point position and the sign, with V7's rounding. */
 function aprCvt(value: number, ndigits: number, eflag: boolean): { digits: string; decpt: number; negative: boolean } {
   if (ndigits >= NDIG - 1) ndigits = NDIG - 2;
-  const buf = new Array<number>(NDIG + 1).fill(0);
+  const buf = cvtBuf.fill(0);
   let arg = value;
   let r2 = 0;
   let negative = false;
   let p = 0;
   if (arg < 0) { negative = true; arg = -arg; }
-  let fi: number;
-  [arg, fi] = modf(arg);
+  arg = modf(arg);
+  let fi = modfInt;
   let p1 = NDIG;
   if (fi !== 0) {
     while (p1 > 0 && fi !== 0) {
-      let fj: number;
-      [fj, fi] = modf(fi / 10);
+      const fj = modf(fi / 10);
+      fi = modfInt;
       buf[--p1] = Math.trunc((fj + 0.03) * 10) + 48;
       r2++;
     }
@@ -83,12 +89,10 @@ function aprCvt(value: number, ndigits: number, eflag: boolean): { digits: strin
   if (p1 < 0) return { digits: '', decpt: -ndigits, negative };
   let decpt = r2;
   while (p <= p1 && p < NDIG) {
-    let fj: number;
-    [arg, fj] = modf(arg * 10);
-    buf[p++] = Math.trunc(fj) + 48;
+    arg = modf(arg * 10);
+    buf[p++] = Math.trunc(modfInt) + 48;
   }
-  const text = (end: number): string => String.fromCharCode(...buf.slice(0, end));
-  if (p1 >= NDIG) return { digits: text(NDIG - 1), decpt, negative };
+  if (p1 >= NDIG) return { digits: buf.toString('latin1', 0, NDIG - 1), decpt, negative };
   p = p1;
   buf[p1] = buf[p1]! + 5;
   while (buf[p1]! > 57) {
@@ -104,7 +108,7 @@ function aprCvt(value: number, ndigits: number, eflag: boolean): { digits: strin
   }
   let end = 0;
   while (end < p && buf[end] !== 0) end++;
-  return { digits: text(end), decpt, negative };
+  return { digits: buf.toString('latin1', 0, end), decpt, negative };
 }
 
 /** printf's %g (precision 6 by default) as apr_vformatter does it. */
@@ -265,15 +269,18 @@ class Out {
     this.buf = [];
     this.len = 0;
   }
-  async end(r: Request): Promise<void> {
+  /** Sends the pieces; synchronous while the connection takes them at once. */
+  end(r: Request, from = 0): MaybePromise<void> {
     if (this.len > 0) this.cut();
     const n = this.pieces.length;
-    if (n === 0) { await r.write([EOS]); return; }
-    for (let i = 0; i < n; i++) {
+    if (n === 0) return r.write([EOS]);
+    for (let i = from; i < n; i++) {
       const bb: Bucket[] = [{ kind: 'data', data: Buffer.from(this.pieces[i]!, 'latin1') }];
       if (i === n - 1) bb.push(EOS);
-      await r.write(bb);
+      const w = r.write(bb);
+      if (w instanceof Promise) return w.then(() => this.end(r, i + 1));
     }
+    return undefined;
   }
 }
 
@@ -371,7 +378,7 @@ function statusHandler(r: Request): MaybePromise<number> {
   return serveStatus(r);
 }
 
-async function serveStatus(r: Request): Promise<number> {
+function serveStatus(r: Request): MaybePromise<number> {
   const sb = scoreboard;
   if (sb === null) {
     r.log('status', APLOG_ERR, 'AH01237: Server status unavailable in inetd mode');
@@ -386,8 +393,8 @@ async function serveStatus(r: Request): Promise<number> {
   // filters drop the body, as httpd's do.
   const out = new Out();
   renderStatus(out, r, sb.snapshot(), sb.extended, opts, nowMicros());
-  await out.end(r);
-  return OK;
+  const sent = out.end(r);
+  return sent instanceof Promise ? sent.then(() => OK) : OK;
 }
 
 /** Writes the page for `img` (the whole of httpd's status_handler output). */
@@ -417,11 +424,14 @@ function renderStatus(out: { put(s: string): void }, r: Request, img: Scoreboard
       }
       continue;
     }
-    for (let j = 0; j < threadLimit; j++) {
-      const k = i * threadLimit + j;
+    const slots = t.rowSlots[i]!;
+    for (let j = 0; j < slots; j++) {
+      const k = row + j;
       const res = stat[k]!;
       stat[k] = (i >= maxServers || j >= threadsPerChild) && res === SERVER_DEAD ? DISABLED : FLAGS[res] ?? 0x3f;
     }
+    // The slots past those (dead, past ThreadsPerChild) are left out.
+    stat.fill(DISABLED, row + slots, row + threadLimit);
   }
   const ws = newSlotView();
   const upTime = Math.max(0, Math.floor((now - img.restartTime) / 1e6)) >>> 0;
@@ -527,21 +537,25 @@ function renderStatus(out: { put(s: string): void }, r: Request, img: Scoreboard
   const line = Buffer.allocUnsafe(stat.length + Math.ceil(stat.length / STATUS_MAXLINE));
   let n = 0;
   let written = 0;
-  for (let k = 0; k < stat.length; k++) {
-    if (short && k % threadLimit === 0 && t.rowUsed[k / threadLimit] === 0) {
-      // A dead child's row (see above): its dots at once.
-      const dots = k / threadLimit < maxServers ? Math.min(threadsPerChild, threadLimit) : 0;
+  for (let i = 0; i < serverLimit; i++) {
+    const row = i * threadLimit;
+    // A row's characters end where its disabled slots begin (see above).
+    const dots = i < maxServers ? Math.min(threadsPerChild, threadLimit) : 0;
+    if (short && t.rowUsed[i] === 0) {
+      // A dead child's row: its dots at once.
       line.fill(DOT, n, n + dots);
       n += dots;
       written += dots;
-      k += threadLimit - 1;
       continue;
     }
-    const c = stat[k]!;
-    if (c === DISABLED) continue;
-    line[n++] = c;
-    if (written % STATUS_MAXLINE === STATUS_MAXLINE - 1 && !short) line[n++] = 0x0a;
-    written++;
+    const end = row + (t.rowUsed[i] === 0 ? dots : t.rowSlots[i]!);
+    for (let k = row; k < end; k++) {
+      const c = stat[k]!;
+      if (c === DISABLED) continue;
+      line[n++] = c;
+      if (written % STATUS_MAXLINE === STATUS_MAXLINE - 1 && !short) line[n++] = 0x0a;
+      written++;
+    }
   }
   put(line.toString('latin1', 0, n));
   if (short) {
@@ -568,7 +582,7 @@ function renderStatus(out: { put(s: string): void }, r: Request, img: Scoreboard
     for (let i = 0; i < serverLimit; i++) {
       if (t.rowUsed[i] === 0) continue; // no slot of it served anything
       const ps = procs[i]!;
-      for (let j = 0; j < threadLimit; j++) {
+      for (let j = 0; j < t.rowSlots[i]!; j++) {
         img.slot(i, j, ps, ws);
         if (ws.accessCount === 0 && (ws.status === SERVER_READY || ws.status === SERVER_DEAD)) continue;
         const reqTime = ws.startTime === 0 ? 0 : Math.max(0, Math.trunc((ws.stopTime - ws.startTime) / 1000));

@@ -473,7 +473,7 @@ function memoFindContentType(
     if (m.size >= 4096) m.clear();
     m.set(name, res);
   }
-  return { ...res, contentLanguages: res.contentLanguages.slice() };
+  return res;
 }
 
 /** The note mod_negotiation reads: the name parts that carried no metadata, '/'-joined
@@ -493,7 +493,8 @@ function findCt(r: Request): number {
     : findContentType(resourceName, conf, typesMap(r.rt.ctx), r);
   r.contentType = res.contentType;
   r.contentEncoding = res.contentEncoding;
-  r.contentLanguages = res.contentLanguages;
+  // The answer may be the remembered one: the request gets its own list.
+  r.contentLanguages = res.contentLanguages.length === 0 ? [] : res.contentLanguages.slice();
   r.handler = res.handler;
   // httpd adds AddInputFilter's filters here too (ap_add_input_filter); plume's runtime has no
   // per-request input filter chain yet, so they are not applied.
