@@ -333,22 +333,22 @@ export function passBrigade(rt: Runtime, r: Request, bb: Brigade): MaybePromise<
 }
 
 /** Sends EOS if the handler did not (ap_finalize_request_protocol). */
-export async function finalizeResponse(rt: Runtime, r: Request): Promise<void> {
-  if (r.eosSent) return;
-  await passBrigade(rt, r, [EOS]);
+export function finalizeResponse(rt: Runtime, r: Request): MaybePromise<void> {
+  if (r.eosSent) return undefined;
+  return passBrigade(rt, r, [EOS]);
 }
 
-/** ap_send_error_response: the generated page (or ErrorDocument text) for r.status. */
-export async function sendErrorResponse(rt: Runtime, r: Request, recursiveError: number): Promise<void> {
+/** ap_send_error_response: the generated page (or ErrorDocument text) for r.status.
+ *  Synchronous unless a filter or the socket makes it wait. */
+export function sendErrorResponse(rt: Runtime, r: Request, recursiveError: number): MaybePromise<void> {
   if (r.headersSent) {
     // Too late for an error page: the body was under way.
     r.connection.keepAlive = false;
-    await finalizeResponse(rt, r);
-    return;
+    return finalizeResponse(rt, r);
   }
   const status = r.status;
   let location = r.headersOut.get('Location') ?? r.errHeadersOut.get('Location');
-  if (status === 204 || status === 304) { await finalizeResponse(rt, r); return; }
+  if (status === 204 || status === 304) return finalizeResponse(rt, r);
   if (!r.assbackwards) {
     const tmp = r.headersOut;
     // The Allow list of a 405/501 (httpd's make_allow): what the handler declared.
@@ -373,8 +373,14 @@ export async function sendErrorResponse(rt: Runtime, r: Request, recursiveError:
   r.outputFilters = [];
   r.filterHead = null;
   const inserted = runVoid(rt.hooks.insertErrorFilter, r);
-  if (inserted instanceof Promise) await inserted;
-  if (r.headerOnly) { await passBrigade(rt, r, [EOS]); return; }
+  if (inserted instanceof Promise) return inserted.then(() => sendErrorBody(rt, r, location, recursiveError));
+  return sendErrorBody(rt, r, location, recursiveError);
+}
+
+/** The error page's body (or none for HEAD) down the chain. */
+function sendErrorBody(rt: Runtime, r: Request, location: string | undefined, recursiveError: number): MaybePromise<void> {
+  const status = r.status;
+  if (r.headerOnly) return passBrigade(rt, r, [EOS]);
   const custom = coreDir(r).errorDocuments?.get(status);
   let body: string;
   if (custom && custom.startsWith('"') && !recursiveError) {
@@ -394,6 +400,5 @@ export async function sendErrorResponse(rt: Runtime, r: Request, recursiveError:
     body += signature(r, '<hr>\n');
     body += '</body></html>\n';
   }
-  const sent = passBrigade(rt, r, [{ kind: 'data', data: Buffer.from(body, 'latin1') }, EOS]);
-  if (sent instanceof Promise) await sent;
+  return passBrigade(rt, r, [{ kind: 'data', data: Buffer.from(body, 'latin1') }, EOS]);
 }

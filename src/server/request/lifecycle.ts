@@ -179,14 +179,14 @@ export function die(rt: Runtime, r: Request, type: number, recursiveError = 200)
   return dieSlow(rt, r, type, recursiveError);
 }
 
-async function dieSlow(rt: Runtime, r: Request, type: number, recursiveError: number): Promise<void> {
+/** The rest of ap_die_r; synchronous for a generated error page (no promise unless the
+ *  socket or a filter makes it wait), asynchronous for an ErrorDocument URL. */
+function dieSlow(rt: Runtime, r: Request, type: number, recursiveError: number): MaybePromise<void> {
   if (type === DONE || type === OK) {
     if (!r.eosSent && type === OK && r.status >= 400 && !r.headersSent && r.prev === null) {
-      await sendErrorResponse(rt, r, 0);
-      return;
+      return sendErrorResponse(rt, r, 0);
     }
-    await finalizeResponse(rt, r);
-    return;
+    return finalizeResponse(rt, r);
   }
   let first: Request = r;
   let custom: string | undefined;
@@ -199,23 +199,25 @@ async function dieSlow(rt: Runtime, r: Request, type: number, recursiveError: nu
   r.status = type;
   if (dropsConnection(type)) r.connection.keepAlive = false;
   if (custom !== undefined && custom !== '' && !custom.startsWith('"')) {
-    if (custom.startsWith('/')) {
-      r.noLocalCopy = true;
-      r.subprocessEnv.set('REQUEST_METHOD', r.method);
-      const notes = r.notes.get('error-notes');
-      if (notes !== undefined) r.subprocessEnv.set('ERROR_NOTES', notes);
-      // The ErrorDocument is fetched with GET (a HEAD stays header-only); the original
-      // method is put back for %<m.
-      const method = r.method;
-      r.method = 'GET';
-      await internalRedirectTo(rt, r, custom);
-      r.method = method;
-      return;
-    }
+    if (custom.startsWith('/')) return errorDocumentRedirect(rt, r, custom);
     r.status = 302;
     r.headersOut.set('Location', custom);
   }
-  await sendErrorResponse(rt, first, recursiveError);
+  return sendErrorResponse(rt, first, recursiveError);
+}
+
+/** An ErrorDocument naming a local URL: served by an internal redirect. */
+async function errorDocumentRedirect(rt: Runtime, r: Request, custom: string): Promise<void> {
+  r.noLocalCopy = true;
+  r.subprocessEnv.set('REQUEST_METHOD', r.method);
+  const notes = r.notes.get('error-notes');
+  if (notes !== undefined) r.subprocessEnv.set('ERROR_NOTES', notes);
+  // The ErrorDocument is fetched with GET (a HEAD stays header-only); the original
+  // method is put back for %<m.
+  const method = r.method;
+  r.method = 'GET';
+  await internalRedirectTo(rt, r, custom);
+  r.method = method;
 }
 
 export function errorDocumentFor(r: Request, status: number): string | undefined {
