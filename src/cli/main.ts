@@ -9,6 +9,7 @@ import { loadConfiguration, postConfigure, cleanupConfiguration } from '../serve
 import { ConfigError, StartupError } from '../server/config/errors.js';
 import { catalogue } from '../modules/index.js';
 import { parseLevel } from '../server/log/levels.js';
+import { startIdleGc } from '../mpm/idle-gc.js';
 import { startServer, bindListeners, openErrorLogs, closeErrorLogs, type Listeners, type RunningServer } from '../server/main-server.js';
 import { shareLogTargets, beginLogGeneration, type LogSink } from '../server/log/log-writer.js';
 import { Parent } from '../mpm/parent.js';
@@ -517,6 +518,7 @@ async function serve(first: ConfigContext, opts: ConfigOptions, err: StartupSink
   }
   closeErrorLogs(first);
   startedAsDaemon();
+  startIdleGc();
   return new Promise<number>((resolve) => {
     const stop = (sig: string): void => {
       running.ctx.log('mpm_event', 5, `AH00491: caught ${sig}, shutting down`);

@@ -195,7 +195,7 @@ export class Parent {
     env['PLUME_CHILD_SLOT'] = String(slot);
     env['PLUME_GENERATION'] = String(this.generation);
     if (this.scoreboard) env['PLUME_SCOREBOARD'] = this.scoreboard.path;
-    const proc = fork(process.argv[1]!, [...this.start.argv], { stdio, env, execArgv: process.execArgv });
+    const proc = fork(process.argv[1]!, [...this.start.argv], { stdio, env, execArgv: workerExecArgv() });
     const pid = proc.pid;
     if (pid === undefined) return false;
     const child: Child = { slot, pid, generation: this.generation, proc, startedAt: Date.now(), config: this.snapshot, state: 'starting', leaving: false };
@@ -451,3 +451,12 @@ export class Parent {
     this.resolveExit?.(0);
   }
 }
+
+/** Node's flags for a worker: the parent's, and a young generation of at most 2 MB per
+ *  semi-space unless the operator chose one (V8's default lets it grow to 16 MB, memory a
+ *  worker keeps after a burst of load; measured: same speed, about 20 MB less resident). */
+export function workerExecArgv(parent: readonly string[] = process.execArgv, nodeOptions = process.env['NODE_OPTIONS'] ?? ''): string[] {
+  const chosen = parent.some((a) => a.startsWith('--max-semi-space-size')) || nodeOptions.includes('--max-semi-space-size');
+  return chosen ? [...parent] : [...parent, `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`];
+}
+const WORKER_SEMI_SPACE_MB = 2;

@@ -18,6 +18,7 @@ import { dropPrivileges } from '../modules/arch/unix/mod_unixd.js';
 import { processModel, type ProcessModel } from './process-model.js';
 import { ConfigSnapshot, type SnapshotEntries } from './config-snapshot.js';
 import { scoreboard } from './scoreboard.js';
+import { startIdleGc } from './idle-gc.js';
 
 /** The environment the parent gives a worker (see parent.ts). */
 export const ENV_WORKER = 'PLUME_MPM_WORKER';
@@ -274,6 +275,7 @@ export async function runWorker(options: ConfigOptions, catalogue: ModuleCatalog
   for (const sink of ctx.getScratch<LogSink[]>('core:errorLogSinks', () => [])) sink.flush();
 
   const model = processModel(ctx);
+  startIdleGc();
   return new Promise<number>((resolve) => {
     // A worker is done when its last connection is: the IPC channel would keep it alive.
     const done = (code: number): void => {

@@ -1,0 +1,47 @@
+// Memory back after a burst: under load V8 grows its heap (the young generation above all)
+// and keeps it when the load stops, so an idle process would stay at its high-water mark.
+// A serving process that has read nothing for a while after reading a lot runs one full
+// garbage collection, which returns the emptied pages to the system.
+//
+// The collector is reached through V8's --expose-gc flag, set at run time (node:v8), so
+// that `node bin/plume` needs no extra command-line flag.
+
+import * as v8 from 'node:v8';
+import * as vm from 'node:vm';
+import { readCount } from '../server/request/stat-cache.js';
+
+/** How often the process looks whether it read anything. */
+const CHECK_MS = 400;
+/** Growth of the resident set since the last collection that makes one worth running. */
+const GROWTH_BYTES = 16 * 1024 * 1024;
+
+let started = false;
+
+/** Starts watching (once per process); does nothing where the collector cannot be reached. */
+export function startIdleGc(): void {
+  if (started) return;
+  started = true;
+  let collect: (() => void) | undefined;
+  try {
+    v8.setFlagsFromString('--expose-gc');
+    const g: unknown = vm.runInNewContext('gc');
+    if (typeof g === 'function') collect = g as () => void;
+  } catch {
+    return;
+  }
+  if (collect === undefined) return;
+  const gc = collect;
+  let seen = readCount();
+  let busy = false;
+  let base = process.memoryUsage.rss();
+  const timer = setInterval(() => {
+    const n = readCount();
+    if (n !== seen) { seen = n; busy = true; return; }
+    if (!busy) return;
+    busy = false;
+    if (process.memoryUsage.rss() < base + GROWTH_BYTES) return;
+    gc();
+    base = process.memoryUsage.rss();
+  }, CHECK_MS);
+  timer.unref();
+}

@@ -1,0 +1,57 @@
+// What the hot path remembers must give the answers it would compute: the Host header memo
+// (the port comes back with the name), the clean-path shortcut of the URL normaliser, one
+// lookup for a repeated request header, and the workers' Node flags.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fixHostname } from '../../../src/server/http/protocol.js';
+import { normalizePath } from '../../../src/server/http/uri.js';
+import { HeaderTable } from '../../../src/server/request/headers.js';
+import { workerExecArgv } from '../../../src/mpm/parent.js';
+import { makeRequest } from './helpers.js';
+
+test('a Host header seen before gives the same name and port, request after request', () => {
+  for (let i = 0; i < 3; i++) {
+    const r = makeRequest();
+    assert.equal(fixHostname(r, 'WWW.Example.COM:8080', true), 'www.example.com');
+    assert.equal(r.parsedPort, 8080);
+    const s = makeRequest();
+    assert.equal(fixHostname(s, 'www.example.com', true), 'www.example.com');
+    assert.equal(s.parsedPort, 0, 'no port in the header: none set');
+  }
+});
+
+test('a bad Host header is refused every time, and logged every time', () => {
+  for (let i = 0; i < 2; i++) {
+    const r = makeRequest();
+    assert.equal(fixHostname(r, 'bad host', true), undefined);
+    assert.equal(fixHostname(r, 'x:99999', false), undefined);
+  }
+});
+
+test('normalizePath: clean paths come back as they are; dot segments and double slashes do not', () => {
+  assert.equal(normalizePath('/a/b/c.html', true), '/a/b/c.html');
+  assert.equal(normalizePath('/a/b/', true), '/a/b/');
+  assert.equal(normalizePath('/a//b', true), '/a/b');
+  assert.equal(normalizePath('/a//b', false), '/a//b');
+  assert.equal(normalizePath('/a/./b/../c', true), '/a/c');
+  assert.equal(normalizePath('/a/.htaccess', true), '/a/.htaccess');
+  assert.equal(normalizePath('/..', true), null);
+  assert.equal(normalizePath('abc', true), '/', 'a path without its leading slash is not taken as clean');
+});
+
+test('mergeFound: a repeated field is merged into the first with ", " and reported', () => {
+  const h = new HeaderTable();
+  assert.equal(h.mergeFound('Accept', 'text/html'), false);
+  assert.equal(h.mergeFound('accept', 'text/plain'), true);
+  assert.equal(h.mergeFound('X-Empty', ''), false);
+  assert.equal(h.mergeFound('X-Empty', 'v'), true);
+  assert.deepEqual(h.entries(), [['Accept', 'text/html, text/plain'], ['X-Empty', 'v']]);
+});
+
+test("workers get a 2 MB young generation unless the operator chose one", () => {
+  assert.deepEqual(workerExecArgv([]), ['--max-semi-space-size=2']);
+  assert.deepEqual(workerExecArgv(['--enable-source-maps']), ['--enable-source-maps', '--max-semi-space-size=2']);
+  assert.deepEqual(workerExecArgv(['--max-semi-space-size=8']), ['--max-semi-space-size=8']);
+  assert.deepEqual(workerExecArgv([], '--max-semi-space-size=4'), []);
+});
