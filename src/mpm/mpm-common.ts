@@ -100,32 +100,30 @@ export function checkThreaded(c: MpmConfig, ctx: ConfigContext, mpmName: string)
     if (ctx.preflight) ctx.logBare(mpmName, APLOG_WARNING, `${ah(pre)}: WARNING: ${first}`);
     else ctx.log(mpmName, APLOG_WARNING, `${ah(pre + 1)}: ${again}`);
   };
-  let serverLimit = c.serverLimit ?? DEFAULT_SERVER_LIMIT;
-  if (serverLimit > MAX_SERVER_LIMIT) {
-    warn(497, `ServerLimit of ${serverLimit} exceeds compile-time limit of ${MAX_SERVER_LIMIT} servers, decreasing to ${MAX_SERVER_LIMIT}.`,
-      `ServerLimit of ${serverLimit} exceeds compile-time limit of ${MAX_SERVER_LIMIT}, decreasing to match`);
-    serverLimit = MAX_SERVER_LIMIT;
-  } else if (serverLimit < 1) {
-    warn(499, `ServerLimit of ${serverLimit} not allowed, increasing to 1.`, `ServerLimit of ${serverLimit} not allowed, increasing to 1`);
-    serverLimit = 1;
-  }
-  let threadLimit = c.threadLimit ?? DEFAULT_THREAD_LIMIT;
-  if (threadLimit > MAX_THREAD_LIMIT) {
-    warn(502, `ThreadLimit of ${threadLimit} exceeds compile-time limit of ${MAX_THREAD_LIMIT} threads, decreasing to ${MAX_THREAD_LIMIT}.`,
-      `ThreadLimit of ${threadLimit} exceeds compile-time limit of ${MAX_THREAD_LIMIT}, decreasing to match`);
-    threadLimit = MAX_THREAD_LIMIT;
-  } else if (threadLimit < 1) {
-    warn(504, `ThreadLimit of ${threadLimit} not allowed, increasing to 1.`, `ThreadLimit of ${threadLimit} not allowed, increasing to 1`);
-    threadLimit = 1;
-  }
+  /** A count below 1, raised to 1. */
+  const raisedToOne = (name: string, v: number, tag: number): number => {
+    warn(tag, `${name} of ${v} not allowed, increasing to 1.`, `${name} of ${v} not allowed, increasing to 1`);
+    return 1;
+  };
+  /** ServerLimit and ThreadLimit: within the compile-time maximum (warning `tag`) and at
+   *  least 1 (warning `tag` + 2). */
+  const withinBuild = (name: string, v: number, max: number, unit: string, tag: number): number => {
+    if (v > max) {
+      warn(tag, `${name} of ${v} exceeds compile-time limit of ${max} ${unit}, decreasing to ${max}.`,
+        `${name} of ${v} exceeds compile-time limit of ${max}, decreasing to match`);
+      return max;
+    }
+    return v < 1 ? raisedToOne(name, v, tag + 2) : v;
+  };
+  const serverLimit = withinBuild('ServerLimit', c.serverLimit ?? DEFAULT_SERVER_LIMIT, MAX_SERVER_LIMIT, 'servers', 497);
+  const threadLimit = withinBuild('ThreadLimit', c.threadLimit ?? DEFAULT_THREAD_LIMIT, MAX_THREAD_LIMIT, 'threads', 502);
   let tpc = c.threadsPerChild ?? DEFAULT_THREADS_PER_CHILD;
   if (tpc > threadLimit) {
     warn(507, `ThreadsPerChild of ${tpc} exceeds ThreadLimit of ${threadLimit} threads, decreasing to ${threadLimit}. To increase, please see the ThreadLimit directive.`,
       `ThreadsPerChild of ${tpc} exceeds ThreadLimit of ${threadLimit}, decreasing to match`);
     tpc = threadLimit;
   } else if (tpc < 1) {
-    warn(509, `ThreadsPerChild of ${tpc} not allowed, increasing to 1.`, `ThreadsPerChild of ${tpc} not allowed, increasing to 1`);
-    tpc = 1;
+    tpc = raisedToOne('ThreadsPerChild', tpc, 509);
   }
   let workers = c.maxRequestWorkers ?? DEFAULT_SERVER_LIMIT * DEFAULT_THREADS_PER_CHILD;
   if (workers < tpc) {
@@ -146,10 +144,7 @@ export function checkThreaded(c: MpmConfig, ctx: ConfigContext, mpmName: string)
     daemons = serverLimit;
     workers = serverLimit * tpc;
   }
-  if (c.startServers !== undefined && c.startServers < 1) {
-    warn(517, `StartServers of ${c.startServers} not allowed, increasing to 1.`, `StartServers of ${c.startServers} not allowed, increasing to 1`);
-    c.startServers = 1;
-  }
+  if (c.startServers !== undefined && c.startServers < 1) c.startServers = raisedToOne('StartServers', c.startServers, 517);
   if (c.minSpareThreads !== undefined && c.minSpareThreads < 1) {
     warn(519, `MinSpareThreads of ${c.minSpareThreads} not allowed, increasing to 1 to avoid almost certain server failure. Please read the documentation.`,
       `MinSpareThreads of ${c.minSpareThreads} not allowed, increasing to 1`);
