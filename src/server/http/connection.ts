@@ -42,6 +42,50 @@ const READ_AHEAD_MAX = 256 * 1024;
 /** Lingering close: how long a closing connection waits for the client to go. */
 const LINGER_MS = 2000;
 /** What the connection's one timer is waiting for. */
+/** The longest request head a connection remembers (see HttpConnection.lastHead). */
+const HEAD_MEMO_MAX = 4096;
+
+/** What parsing a request head set: the request line's fields, the target, the headers. */
+interface ParsedHead {
+  readonly theRequest: string;
+  readonly method: string;
+  readonly protoNum: number;
+  readonly protocol: string;
+  readonly headerOnly: boolean;
+  readonly unparsedUri: string;
+  readonly uri: string;
+  readonly args: string | undefined;
+  readonly hostname: string;
+  readonly parsedPort: number;
+  readonly target: Readonly<RequestTarget>;
+  readonly headers: readonly string[];
+}
+
+function parsedHead(r: Request, t: RequestTarget): ParsedHead {
+  return {
+    theRequest: r.theRequest, method: r.method, protoNum: r.protoNum, protocol: r.protocol, headerOnly: r.headerOnly,
+    unparsedUri: r.unparsedUri, uri: r.uri, args: r.args, hostname: r.hostname, parsedPort: r.parsedPort,
+    target: { ...t }, headers: r.headersIn.snapshot(),
+  };
+}
+
+/** A request whose head has the bytes of `p`'s gets what parsing them gave. */
+function replayHead(r: Request, p: ParsedHead, t: RequestTarget): void {
+  r.theRequest = p.theRequest;
+  r.method = p.method;
+  r.assbackwards = false;
+  r.protoNum = p.protoNum;
+  r.protocol = p.protocol;
+  r.headerOnly = p.headerOnly;
+  r.unparsedUri = p.unparsedUri;
+  r.uri = p.uri;
+  r.args = p.args;
+  r.hostname = p.hostname;
+  r.parsedPort = p.parsedPort;
+  Object.assign(t, p.target);
+  r.headersIn.restore(p.headers);
+}
+
 /** What a corked connection collects into one buffer; a larger write goes out as it is. */
 const HOLD_MAX = 16384;
 const TIMER_NONE = 0;
@@ -120,6 +164,12 @@ export class HttpConnection implements ConnRec, Wire {
   private overflowAt = 0;
   /** What ap_parse_uri found in the request target of the current request. */
   private readonly target: RequestTarget = newRequestTarget();
+  /** The bytes of the last request head read whole and well formed on this connection (its
+   *  request line through the empty line), and what parsing it gave: the next request with
+   *  the same bytes (a client repeating itself on a kept-alive connection) takes that answer
+   *  instead of parsing again. Parsing has no side effect but these fields when it succeeds. */
+  private lastHead: Buffer | null = null;
+  private lastParse: ParsedHead | null = null;
   /** mod_reqtimeout on this connection (null when not loaded or disabled for the base
    *  server), its header stage, and the stage being timed: an absolute deadline extended by
    *  MinRate up to a ceiling, and the end of the current wait (when the timer really fires;
@@ -427,6 +477,17 @@ export class HttpConnection implements ConnRec, Wire {
   private tryRequest(): void {
     if (this.busy || this.closed || this.ending) return;
     const s = this.baseServer;
+    const same = this.lastHead;
+    if (same !== null && this.buf.length >= same.length && this.buf.compare(same, 0, same.length, 0, same.length) === 0) {
+      const r = new Request(this.rt, this, s);
+      r.perDirConfig = s.lookupDefaults;
+      r.logLevel = s.logLevel;
+      replayHead(r, this.lastParse!, this.target);
+      this.begin(r, same.length);
+      this.consume(same.length);
+      this.handle(r);
+      return;
+    }
     const strict = this.strict;
     // read_request_line: up to ten empty lines before the request line are skipped.
     let pos = 0;
@@ -498,6 +559,7 @@ export class HttpConnection implements ConnRec, Wire {
       if (headRv !== LN_OK || this.lnText === '') break;
     }
     this.begin(r, headEnd);
+    const headBytes = headEnd <= HEAD_MEMO_MAX ? Buffer.from(this.buf.subarray(0, headEnd)) : null;
     this.consume(headEnd);
     const hs = this.readHeaders(r, lines, headRv);
     if (hs !== OK) {
@@ -505,6 +567,8 @@ export class HttpConnection implements ConnRec, Wire {
       void this.dieUnusable(r, hs);
       return;
     }
+    this.lastHead = headBytes;
+    this.lastParse = headBytes === null ? null : parsedHead(r, this.target);
     this.handle(r);
   }
 

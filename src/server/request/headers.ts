@@ -76,6 +76,14 @@ export class HeaderTable {
   clear(): void {
     this.e = [];
   }
+  /** The entries as they are (a copy), for restore(). */
+  snapshot(): string[] {
+    return this.e.slice();
+  }
+  /** The entries of a snapshot (copied: the table stays modifiable). */
+  restore(entries: readonly string[]): void {
+    this.e = entries.slice();
+  }
   /** [name, value] pairs in order. */
   entries(): [string, string][] {
     const e = this.e;
