@@ -19,6 +19,7 @@ import { processModel, type ProcessModel } from './process-model.js';
 import { ConfigSnapshot, type SnapshotEntries } from './config-snapshot.js';
 import { scoreboard } from './scoreboard.js';
 import { startIdleGc } from './idle-gc.js';
+import { acceptSharedReads } from '../server/http/accept.js';
 
 /** The environment the parent gives a worker (see parent.ts). */
 export const ENV_WORKER = 'PLUME_MPM_WORKER';
@@ -116,6 +117,7 @@ class AcceptGate {
         process.stderr.write(`plume worker ${process.pid}: cannot listen: ${e.message}\n`);
         process.exit(EXIT_CHILDFATAL);
       });
+      srv.once('listening', () => acceptSharedReads(srv, (sock) => this.onConnection(sock)));
       srv.listen(handle, this.model.backlog);
       this.servers.push(srv);
     }

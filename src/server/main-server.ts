@@ -18,6 +18,7 @@ import { StartupError } from './config/errors.js';
 import { postConfigure } from './config/build.js';
 import { DEFAULT_LOG_LEVEL, APLOG_NOTICE } from './log/levels.js';
 import { APACHE_COMPAT_VERSION, PLUME_VERSION } from './version.js';
+import { acceptSharedReads } from './http/accept.js';
 
 export interface RunningServer {
   readonly ctx: ConfigContext;
@@ -120,6 +121,7 @@ function bindAll(ctx: ConfigContext, specs: readonly ListenSpec[], onConn: (s: n
         reject(new StartupError(`${errno}: AH00072: make_sock: could not bind to address ${addr}\nno listening sockets available, shutting down\nAH00015: Unable to open logs`));
       });
       srv.listen({ port: l.port, host: l.host, backlog: globals(ctx).listenBacklog, exclusive: false }, () => {
+        acceptSharedReads(srv, onConn);
         servers.push(srv);
         if (--pending === 0) resolve(servers);
       });

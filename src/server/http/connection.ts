@@ -25,6 +25,7 @@ import {
 import { coreServer, coreDir } from '../core/core-module.js';
 import { APLOG_DEBUG, APLOG_INFO, APLOG_ERR } from '../log/levels.js';
 import { scoreboard } from '../../mpm/scoreboard.js';
+import { readShared } from './accept.js';
 
 /** ap_rgetline outcomes. */
 const LN_OK = 0;
@@ -196,7 +197,8 @@ export class HttpConnection implements ConnRec, Wire {
     socket.setNoDelay(true);
     // A client may half-close after its request and still read the answer.
     socket.allowHalfOpen = true;
-    socket.on('data', (d: Buffer) => this.onData(d));
+    const reader = (d: Buffer): void => this.onData(d);
+    if (!readShared(socket, reader)) socket.on('data', reader);
     socket.on('end', () => this.onEnd());
     socket.on('error', () => { this.aborted = true; });
     socket.on('close', () => { this.closed = true; this.aborted = true; this.dropTimer(); this.bodyWaiter?.(); this.drainWaiters(); scoreboard?.connClosed(this); });

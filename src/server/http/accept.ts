@@ -1,0 +1,107 @@
+// Accepting connections whose reads land in one buffer.
+//
+// A net.Socket made the usual way reads into a fresh 64 KB allocation per read and pushes the
+// bytes through its Readable stream; with hundreds of connections the C heap is left
+// fragmented by those allocations long after the load stops (the resident set grew by tens of
+// megabytes per worker and stayed). net.Socket's `onread` option instead reads into one
+// caller-given buffer and calls back with the length: every socket accepted here reads into
+// one process-wide buffer, and the connection gets an exact copy of what was read (small
+// copies come from Node's buffer pool). The accept itself does what net.Server's does.
+//
+// Node's net.Server has no option for the sockets it accepts, so the listening handle's
+// connection callback is replaced (`server._handle.onconnection`, the one internal used);
+// where that is not there, the server accepts as usual and the connection reads 'data' events.
+
+import * as net from 'node:net';
+import * as util from 'node:util';
+
+/** Where every accepted socket reads (only one read runs at a time in a process). */
+const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
+
+/** The reader of a socket accepted here, and what arrived before it was attached. */
+const kReader = Symbol('plume.reader');
+const kPending = Symbol('plume.pending');
+
+type Reader = (data: Buffer) => void;
+
+interface SharedReadSocket extends net.Socket {
+  [kReader]: Reader | null;
+  [kPending]: Buffer[] | null;
+}
+
+/** The parts of net.Server's listening handle the accept uses. */
+interface ListenHandle {
+  onconnection: (err: number, client: ClientHandle | undefined) => void;
+}
+interface ClientHandle {
+  setNoDelay?(on: boolean): number;
+}
+interface ServerInternals {
+  _handle: ListenHandle | null;
+  _connections: number;
+  noDelay?: boolean;
+  allowHalfOpen?: boolean;
+}
+
+function onRead(this: SharedReadSocket, nread: number, buf: Buffer): void {
+  const data = Buffer.allocUnsafe(nread);
+  buf.copy(data, 0, 0, nread);
+  const reader = this[kReader];
+  if (reader !== null) reader(data);
+  else (this[kPending] ??= []).push(data);
+}
+
+/**
+ * From now on `srv` accepts into sockets that read into the shared buffer and hands them to
+ * `onConnection` (as its 'connection' event did). Call once the server listens; false when
+ * the server's internals are not as expected (it then goes on accepting the usual way).
+ */
+export function acceptSharedReads(srv: net.Server, onConnection: (sock: net.Socket) => void): boolean {
+  const inner = srv as unknown as ServerInternals;
+  const handle = inner._handle;
+  if (handle === null || typeof handle.onconnection !== 'function') return false;
+  handle.onconnection = (err, client) => {
+    if (err !== 0 || client === undefined) {
+      const e = new Error(`accept ${util.getSystemErrorName(err)}`) as NodeJS.ErrnoException;
+      e.errno = err;
+      e.code = util.getSystemErrorName(err);
+      e.syscall = 'accept';
+      srv.emit('error', e);
+      return;
+    }
+    const sock = new net.Socket({
+      handle: client,
+      allowHalfOpen: inner.allowHalfOpen === true,
+      readable: true,
+      writable: true,
+      onread: { buffer: READ_BUFFER, callback: onRead },
+    } as net.SocketConstructorOpts) as SharedReadSocket;
+    sock[kReader] = null;
+    sock[kPending] = null;
+    if (inner.noDelay === true) client.setNoDelay?.(true);
+    // As net.Server counts them: close() waits for these connections as for its own.
+    inner._connections++;
+    (sock as unknown as { server: net.Server; _server: net.Server }).server = srv;
+    (sock as unknown as { _server: net.Server })._server = srv;
+    onConnection(sock);
+  };
+  return true;
+}
+
+/**
+ * Gives `reader` the bytes `sock` reads, in order (those read before now first). False for a
+ * socket not accepted by acceptSharedReads: read its 'data' events instead.
+ */
+export function readShared(sock: net.Socket, reader: Reader): boolean {
+  const s = sock as SharedReadSocket;
+  if (!(kReader in s)) return false;
+  s[kReader] = reader;
+  const pending = s[kPending];
+  if (pending !== null) {
+    s[kPending] = null;
+    for (const d of pending) reader(d);
+  }
+  // Flowing, so that the stream reports the end of input ('end') as it would with 'data'.
+  if (s.readableFlowing === null) s.resume();
+  return true;
+}
