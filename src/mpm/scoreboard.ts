@@ -104,6 +104,12 @@ const S_PROTOCOL = 248;
 const CONN_STATS_MS = 250;
 /** CPU times are in ticks of 10 ms: asking the kernel more often than that tells nothing new. */
 const CPU_TIMES_MS = 10;
+/** The least time between two writes of a worker's region, ms. A write goes out at the end of
+ *  the event-loop turn that changed something, or this long after the previous write when that
+ *  is later: under a flood of one-request connections a turn serves about one request, and a
+ *  write per turn was a system call per request. Other workers' status pages may lag this much
+ *  behind (a worker's own page is always current: it overlays its region from memory). */
+const WRITE_EVERY_MS = 2;
 const LITTLE_ENDIAN = os.endianness() === 'LE';
 /** httpd's field sizes (client64, request, vhost, protocol), NUL included. */
 export const CLIENT_LEN = 64;
@@ -597,8 +603,12 @@ export class WorkerScoreboard {
   private schedule(): void {
     if (!this.batched || this.scheduled) return;
     this.scheduled = true;
-    setImmediate(this.flushBound);
+    const wait = this.lastWrite + WRITE_EVERY_MS - performance.now();
+    if (wait <= 0) setImmediate(this.flushBound);
+    else setTimeout(this.flushBound, Math.ceil(wait)).unref();
   }
+  /** When the region was last written (performance.now()). */
+  private lastWrite = -Infinity;
 
   // ---- writing ---------------------------------------------------------------------------------
   /** Encodes what changed and writes this worker's region (one positioned write).
@@ -609,6 +619,7 @@ export class WorkerScoreboard {
     if (this.unwritten === 0) return;
     this.storage.write(this.region, 0, this.unwritten, this.regionPos);
     this.unwritten = 0;
+    this.lastWrite = performance.now();
   }
 
   /** The end of the region encoded but not written yet (0: nothing to write). */
