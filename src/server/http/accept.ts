@@ -60,6 +60,12 @@ export function acceptSharedReads(srv: net.Server, onConnection: (sock: net.Sock
   const inner = srv as unknown as ServerInternals;
   const handle = inner._handle;
   if (handle === null || typeof handle.onconnection !== 'function') return false;
+  // A listener bound to one address knows every connection's local end: net.Socket's
+  // localAddress/localPort then need no getsockname() per connection.
+  const bound = srv.address();
+  const local = bound !== null && typeof bound === 'object' && bound.address !== '0.0.0.0' && bound.address !== '::'
+    ? { address: bound.address, family: bound.family, port: bound.port }
+    : null;
   handle.onconnection = (err, client) => {
     if (err !== 0 || client === undefined) {
       const e = new Error(`accept ${util.getSystemErrorName(err)}`) as NodeJS.ErrnoException;
@@ -78,6 +84,7 @@ export function acceptSharedReads(srv: net.Server, onConnection: (sock: net.Sock
     } as net.SocketConstructorOpts) as SharedReadSocket;
     sock[kReader] = null;
     sock[kPending] = null;
+    if (local !== null) (sock as unknown as { _sockname: object })._sockname = { ...local };
     if (inner.noDelay === true) client.setNoDelay?.(true);
     // As net.Server counts them: close() waits for these connections as for its own.
     inner._connections++;

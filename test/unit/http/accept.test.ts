@@ -114,3 +114,20 @@ test('a socket not accepted here is refused by readShared (it reads data events 
   assert.equal(readShared(s, () => undefined), false);
   s.destroy();
 });
+
+test('the local end of a connection: the listener address when it is one address, asked of the kernel when a wildcard', async () => {
+  for (const host of ['127.0.0.1', '0.0.0.0']) {
+    const seen: { address?: string; port?: number; family?: string }[] = [];
+    const srv = net.createServer();
+    srv.listen(0, host);
+    await once(srv, 'listening');
+    acceptSharedReads(srv, (sock) => { seen.push({ address: sock.localAddress, port: sock.localPort, family: sock.localFamily }); sock.destroy(); });
+    const port = (srv.address() as net.AddressInfo).port;
+    // Through the wildcard, a connection to 127.0.0.2 has that local address.
+    const to = host === '0.0.0.0' ? '127.0.0.2' : '127.0.0.1';
+    const c = net.connect(port, to);
+    await once(c, 'close');
+    assert.deepEqual(seen, [{ address: to, port, family: 'IPv4' }]);
+    srv.close();
+  }
+});
