@@ -58,15 +58,29 @@ class QuietSink implements LogSink {
 }
 
 /**
+ * How many copies of each listening socket a worker listens on at once. Node's libuv takes one
+ * connection per readiness of a listening handle and then serves every other ready socket of
+ * the turn before it looks again: under load one handle accepts about one connection per
+ * event-loop turn, so a burst of 500 new connections took hundreds of turns (seconds) to reach
+ * a busy worker, and a flood of one-request connections left each turn with about one request.
+ * Each copy (a descriptor of the same socket, from the parent) accepts one more per turn.
+ */
+const LISTEN_COPIES = 16;
+
+/**
  * Accepts connections while this worker is below its share, and stops (closing its copies of
  * the listening sockets, so that the kernel queues further connections for the other workers)
  * when at it. A worker that stops asks the parent at once for fresh copies to listen on again.
  */
 class AcceptGate {
   private servers: net.Server[] = [];
+  /** Sets of listening sockets (one copy of every listener) not listened on yet. */
   private spare: unknown[][] = [];
+  /** Sets listened on now. */
+  private sets = 0;
   private incoming: { count: number; handles: unknown[] } | undefined;
-  private asked = false;
+  /** Sets asked of the parent and not received yet. */
+  private asked = 0;
   private accepting = false;
   private poll: NodeJS.Timeout | null = null;
   /** No more accepting: a restart or MaxConnectionsPerChild retires this worker. */
@@ -89,19 +103,27 @@ class AcceptGate {
     } else if (msg.t === 'listener' && this.incoming !== undefined && handle !== undefined) {
       this.incoming.handles.push(handle);
       if (this.incoming.handles.length === this.incoming.count) {
-        this.spare.push(this.incoming.handles);
+        const set = this.incoming.handles;
         this.incoming = undefined;
-        this.asked = false;
-        if (this.retiring) this.closeSpares();
-        else if (!this.accepting && !this.atCapacity()) this.start();
+        if (this.asked > 0) this.asked--;
+        if (this.retiring) closeSet(set);
+        else if (this.accepting && this.sets < LISTEN_COPIES) this.listenOn(set);
+        else {
+          this.spare.push(set);
+          if (!this.accepting && !this.atCapacity()) this.start();
+        }
       }
     }
   }
 
+  /** Asks the parent for the sets this worker lacks: LISTEN_COPIES listened on or in reserve. */
   requestHandles(): void {
-    if (this.asked || this.retiring) return;
-    this.asked = true;
-    tell({ t: 'handles' });
+    if (this.retiring) return;
+    let missing = LISTEN_COPIES - this.spare.length - this.asked - (this.accepting ? this.sets : 0);
+    for (; missing > 0; missing--) {
+      this.asked++;
+      tell({ t: 'handles' });
+    }
   }
 
   private start(): void {
@@ -110,6 +132,18 @@ class AcceptGate {
     this.accepting = true;
     scoreboard?.setAccepting(true);
     this.stopPolling();
+    this.listenOn(set);
+    while (this.sets < LISTEN_COPIES && this.spare.length > 0) this.listenOn(this.spare.shift()!);
+    this.requestHandles();
+    if (!this.listened) {
+      this.listened = true;
+      tell({ t: 'ready' });
+    }
+  }
+  private listened = false;
+
+  private listenOn(set: unknown[]): void {
+    this.sets++;
     for (const handle of set) {
       const srv = net.createServer({ noDelay: true }, (sock) => this.onConnection(sock));
       srv.on('error', (e: NodeJS.ErrnoException) => {
@@ -121,20 +155,16 @@ class AcceptGate {
       srv.listen(handle, this.model.backlog);
       this.servers.push(srv);
     }
-    if (!this.listened) {
-      this.listened = true;
-      tell({ t: 'ready' });
-    }
   }
-  private listened = false;
 
   private stop(): void {
     this.accepting = false;
     scoreboard?.setAccepting(false);
     for (const s of this.servers) s.close();
     this.servers = [];
+    this.sets = 0;
     if (!this.retiring) {
-      if (this.spare.length === 0) this.requestHandles();
+      this.requestHandles();
       // With the event MPM a connection going idle frees a share without closing: look again.
       if (this.model.asyncFactor !== undefined && this.poll === null) {
         this.poll = setInterval(() => { if (!this.accepting && !this.atCapacity()) this.start(); }, 20);
@@ -148,9 +178,7 @@ class AcceptGate {
   }
 
   private closeSpares(): void {
-    for (const set of this.spare.splice(0)) {
-      for (const h of set) (h as { close?: () => void }).close?.();
-    }
+    for (const set of this.spare.splice(0)) closeSet(set);
   }
 
   /** At the share: busy connections fill it — all of them, but with the event MPM those
@@ -209,6 +237,11 @@ class AcceptGate {
     this.closeSpares();
     for (const sock of this.conns.values()) sock.destroy();
   }
+}
+
+/** Closes the listening sockets of a set not listened on. */
+function closeSet(set: unknown[]): void {
+  for (const h of set) (h as { close?: () => void }).close?.();
 }
 
 /** Runs this process as a worker; resolves with its exit status. */
