@@ -58,3 +58,33 @@ test('repeated request heads on one connection: same answers, no header carried 
     site.remove();
   }
 });
+
+test('the generated 404 page is built once per process, but never with another vhost\'s signature', { timeout: 60000 }, async () => {
+  const site = await makeSite('errpage', []);
+  site.write([
+    'StartServers 1',
+    `<VirtualHost 127.0.0.1:${site.port}>`,
+    '  ServerName localhost',
+    '</VirtualHost>',
+    `<VirtualHost 127.0.0.1:${site.port}>`,
+    '  ServerName signed.example',
+    '  ServerSignature On',
+    '</VirtualHost>',
+  ]);
+  let srv: Running | undefined;
+  try {
+    srv = await startPlume(site, { workers: 1 });
+    const req = (host: string): string => `GET /missing.html HTTP/1.1\r\nHost: ${host}\r\n\r\n`;
+    const got = await exchange(site.port, req('localhost') + req('signed.example') + req('localhost') + req('signed.example'), 4);
+    const bodies = got.split(/HTTP\/1\.1 404 Not Found\r\n/).slice(1).map((a) => a.slice(a.indexOf('\r\n\r\n') + 4));
+    assert.equal(bodies.length, 4);
+    assert.doesNotMatch(bodies[0]!, /<address>/);
+    assert.match(bodies[0]!, /<p>The requested URL was not found on this server.<\/p>\n<\/body><\/html>\n$/);
+    assert.match(bodies[1]!, /<hr>\n<address>.* Server at signed\.example Port \d+<\/address>\n<\/body><\/html>\n$/);
+    assert.equal(bodies[2], bodies[0], 'the unsigned page again, byte for byte');
+    assert.equal(bodies[3], bodies[1]);
+  } finally {
+    await srv?.stop();
+    site.remove();
+  }
+});

@@ -385,20 +385,41 @@ function sendErrorBody(rt: Runtime, r: Request, location: string | undefined, re
   let body: string;
   if (custom && custom.startsWith('"') && !recursiveError) {
     body = custom.slice(1);
-  } else {
-    const title = statusLine(status);
-    const h1 = STATUS_LINES.get(status) ?? '';
-    body = DOCTYPE + `<html><head>\n<title>${title}</title>\n</head><body>\n<h1>${h1}</h1>\n`;
-    body += cannedError(status, {
-      method: r.method, location: location ?? '', admin: r.server.serverAdmin ?? '[no address given]',
-      errorNotes: r.notes.get('error-notes'), escape: escapeHtml,
-      expect: status === 417 ? r.headersIn.get('Expect') : undefined,
-    });
-    if (recursiveError) {
-      body += `<p>Additionally, a ${statusLine(recursiveError)}\nerror was encountered while trying to use an ErrorDocument to handle the request.</p>\n`;
+  } else if (custom === undefined && !recursiveError && FIXED_PAGES.has(status) && signature(r, '') === '') {
+    // The same page for every request: built once (read-only from then on; nothing downstream
+    // writes into the buffers it is given).
+    let page = fixedPages.get(status);
+    if (page === undefined) {
+      page = Buffer.from(generatedPage(status, r, location, 0), 'latin1');
+      fixedPages.set(status, page);
     }
-    body += signature(r, '<hr>\n');
-    body += '</body></html>\n';
+    return passBrigade(rt, r, [{ kind: 'data', data: page }, EOS]);
+  } else {
+    body = generatedPage(status, r, location, recursiveError);
   }
   return passBrigade(rt, r, [{ kind: 'data', data: Buffer.from(body, 'latin1') }, EOS]);
+}
+
+/** Statuses whose generated page says nothing about the request (ap_send_error_response's
+ *  canned texts without the method, location, notes or Expect header in them). */
+const FIXED_PAGES: ReadonlySet<number> = new Set([401, 404, 406, 407, 408, 410]);
+/** Those pages when ServerSignature is off, built once per process. */
+const fixedPages = new Map<number, Buffer>();
+
+/** ap_send_error_response's page for `status`. */
+function generatedPage(status: number, r: Request, location: string | undefined, recursiveError: number): string {
+  const title = statusLine(status);
+  const h1 = STATUS_LINES.get(status) ?? '';
+  let body = DOCTYPE + `<html><head>\n<title>${title}</title>\n</head><body>\n<h1>${h1}</h1>\n`;
+  body += cannedError(status, {
+    method: r.method, location: location ?? '', admin: r.server.serverAdmin ?? '[no address given]',
+    errorNotes: r.notes.get('error-notes'), escape: escapeHtml,
+    expect: status === 417 ? r.headersIn.get('Expect') : undefined,
+  });
+  if (recursiveError) {
+    body += `<p>Additionally, a ${statusLine(recursiveError)}\nerror was encountered while trying to use an ErrorDocument to handle the request.</p>\n`;
+  }
+  body += signature(r, '<hr>\n');
+  body += '</body></html>\n';
+  return body;
 }
