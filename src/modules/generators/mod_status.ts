@@ -286,6 +286,9 @@ class Out {
 
 // ---- the page -------------------------------------------------------------------------------
 
+/** Where the scoreboard line is put together (read into a string at once; reused). */
+let scoreLine = Buffer.alloc(0);
+
 /** status_flags: the scoreboard character of each state; ' ' marks a disabled slot. */
 const FLAGS = Buffer.from('.S_RWKLDCGI', 'latin1');
 const DISABLED = 0x20;
@@ -534,7 +537,9 @@ function renderStatus(out: { put(s: string): void }, r: Request, img: Scoreboard
 
   // The scoreboard itself.
   put(short ? 'Scoreboard: ' : '<pre>');
-  const line = Buffer.allocUnsafe(stat.length + Math.ceil(stat.length / STATUS_MAXLINE));
+  const need = stat.length + Math.ceil(stat.length / STATUS_MAXLINE);
+  if (scoreLine.length < need) scoreLine = Buffer.allocUnsafeSlow(need);
+  const line = scoreLine;
   let n = 0;
   let written = 0;
   for (let i = 0; i < serverLimit; i++) {
