@@ -142,16 +142,18 @@ class AcceptGate {
   }
   private listened = false;
 
+  private readonly accept = (sock: net.Socket): void => this.onConnection(sock);
+
   private listenOn(set: unknown[]): void {
     this.sets++;
     for (const handle of set) {
-      const srv = net.createServer({ noDelay: true }, (sock) => this.onConnection(sock));
+      const srv = net.createServer({ noDelay: true }, this.accept);
       srv.on('error', (e: NodeJS.ErrnoException) => {
         // listen(2) failed: another process took the port after the parent checked it.
         process.stderr.write(`plume worker ${process.pid}: cannot listen: ${e.message}\n`);
         process.exit(EXIT_CHILDFATAL);
       });
-      srv.once('listening', () => acceptSharedReads(srv, (sock) => this.onConnection(sock)));
+      srv.once('listening', () => acceptSharedReads(srv, this.accept));
       srv.listen(handle, this.model.backlog);
       this.servers.push(srv);
     }

@@ -88,8 +88,9 @@ export function acceptSharedReads(srv: net.Server, onConnection: (sock: net.Sock
     if (inner.noDelay === true) client.setNoDelay?.(true);
     // As net.Server counts them: close() waits for these connections as for its own.
     inner._connections++;
-    (sock as unknown as { server: net.Server; _server: net.Server }).server = srv;
-    (sock as unknown as { _server: net.Server })._server = srv;
+    const owned = sock as unknown as { server: net.Server; _server: net.Server };
+    owned.server = srv;
+    owned._server = srv;
     onConnection(sock);
   };
   return true;

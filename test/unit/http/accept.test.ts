@@ -19,6 +19,13 @@ async function listen(onConn: (s: net.Socket) => void): Promise<{ srv: net.Serve
 
 const tick = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** A client connection to the test server, once connected. */
+async function dial(port: number): Promise<net.Socket> {
+  const c = net.connect(port, '127.0.0.1');
+  await once(c, 'connect');
+  return c;
+}
+
 test('two connections read their own bytes, kept intact after later reads', async () => {
   const got = new Map<number, Buffer[]>();
   let n = 0;
@@ -28,12 +35,10 @@ test('two connections read their own bytes, kept intact after later reads', asyn
     assert.equal(readShared(sock, (d) => got.get(id)!.push(d)), true);
     sock.on('end', () => sock.end());
   });
-  const a = net.connect(port, '127.0.0.1');
-  await once(a, 'connect');
+  const a = await dial(port);
   a.write('first connection, first chunk');
   await tick(30);
-  const b = net.connect(port, '127.0.0.1');
-  await once(b, 'connect');
+  const b = await dial(port);
   b.write('second');
   await tick(30);
   a.write('first connection, second chunk');
@@ -76,8 +81,7 @@ test('pause() stops reading until resume(); the client sees the answer after its
     });
     sock.on('end', () => sock.end(parts.join('|')));
   });
-  const c = net.connect(port, '127.0.0.1');
-  await once(c, 'connect');
+  const c = await dial(port);
   c.write('one');
   await tick(30);
   c.write('two');
@@ -94,8 +98,7 @@ test('pause() stops reading until resume(); the client sees the answer after its
 test('the server counts accepted connections: close() waits for them, getConnections() sees them', async () => {
   const socks: net.Socket[] = [];
   const { srv, port } = await listen((sock) => { socks.push(sock); readShared(sock, () => undefined); });
-  const c = net.connect(port, '127.0.0.1');
-  await once(c, 'connect');
+  const c = await dial(port);
   await tick(30);
   const count = await new Promise<number>((res, rej) => srv.getConnections((e, k) => (e ? rej(e) : res(k))));
   assert.equal(count, 1);
