@@ -26,15 +26,14 @@ import { MODULE_API_VERSION } from '../server/module.js';
 import { dropPrivileges, dumpRunConfig as unixdDumpRunConfig } from '../modules/arch/unix/mod_unixd.js';
 import { serverAliasesAsWritten } from '../server/core/core-module.js';
 
-import { htpasswdMain } from './htpasswd.js';
-import { htdbmMain } from './htdbm.js';
 const HTTPD_ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 const SERVER_CONFIG_FILE = 'conf/httpd.conf';
 
-/** Subcommands other issues add (plume upgrade, plume htpasswd, plume explain...). */
+/** Subcommands other issues add (plume upgrade, plume htpasswd, plume explain...), each
+ *  imported when asked for: the server's processes do not load the tools. */
 export const subcommands = new Map<string, (argv: string[]) => Promise<number>>();
-subcommands.set('htpasswd', (argv) => htpasswdMain(argv));
-subcommands.set('htdbm', (argv) => htdbmMain(argv));
+subcommands.set('htpasswd', async (argv) => (await import('./htpasswd.js')).htpasswdMain(argv));
+subcommands.set('htdbm', async (argv) => (await import('./htdbm.js')).htdbmMain(argv));
 subcommands.set('upgrade', async (argv) => (await import('../upgrade/cli.js')).upgradeMain(argv));
 subcommands.set('explain', async (argv) => (await import('./explain.js')).explainMain(argv));
 
