@@ -84,9 +84,10 @@ const USAGE = `usage: npm run bench -- [options]
                        (default: all)
   --connections LIST   wrk connection counts (default: 50,500)
   --duration S         seconds per timed run (default: 10)
-  --warmup S           seconds of untimed wrk warm-up before each run (default: 2)
+  --warmup S           seconds of untimed wrk warm-up before a server's timed runs (default: 2)
   --threads N          wrk threads (default: 1)
-  --runs N             timed runs per case; the median by req/s is reported (default: 1)
+  --runs N             timed runs per server and case, the servers of a case taking
+                       turns; the median by req/s is reported (default: 1)
   --pin                pin wrk to the last CPU and the servers to the others
                        (default when the machine has 2 to 8 CPUs)
   --no-pin             no CPU pinning at all
@@ -1316,7 +1317,6 @@ function report(opts: Options, rows: Row[], failures: Record<string, string>, sk
 
 let site: Site | null = null;
 let keepSite = false;
-let currentServer: ChildProcess | null = null;
 let shuttingDown = false;
 
 async function cleanup(): Promise<void> {
@@ -1327,7 +1327,6 @@ async function cleanup(): Promise<void> {
       /* gone */
     }
   }
-  if (currentServer !== null) await stopChild(currentServer, 3000);
   for (const c of [...live]) await stopChild(c, 2000);
   if (site !== null && !keepSite) fs.rmSync(site.root, { recursive: true, force: true });
 }
@@ -1440,11 +1439,13 @@ async function main(): Promise<void> {
   );
   const hardDeadline = Date.now() + limitS * 1000;
 
-  // Case by case (scenario x connections), every server in turn within a case: the servers
-  // of one case are timed within a minute or two of each other, so that a machine whose speed
-  // drifts over the run (a shared virtual machine's does) moves all of a case's figures
-  // together and leaves the ratios alone. A fresh server for every case, so that memory and
-  // process counts of one case do not carry over from the one before.
+  // Case by case (scenario x connections). The servers of a case run side by side (each idle
+  // while another is timed) and their timed runs take turns — run 1: A B C, run 2: B C A... —
+  // so that a machine whose speed drifts (a shared virtual machine's does, within minutes)
+  // moves every server's figures alike and leaves the ratios alone, and no server is always
+  // timed first or last.
+  // A fresh set of servers for every case, so that memory and process counts of one case do
+  // not carry over from the one before.
   const failCase = (name: ServerName, sc: ScenarioName, conns: number, msg: string): void => {
     if (!rows.some((r) => r.server === name && r.scenario === sc && r.connections === conns)) {
       const row: Row = { scenario: sc, connections: conns, server: name, ok: false, error: msg };
@@ -1455,9 +1456,130 @@ async function main(): Promise<void> {
   };
   const allCases = opts.scenarios.flatMap((s) => opts.connections.map((c) => ({ sc: SCENARIOS[s], conns: c })));
   const failedToStart = new Map<ServerName, string>();
+  /** A server of the case being measured. */
+  interface InCase {
+    name: ServerName;
+    label: string;
+    key: string;
+    started: Started;
+    pid: number;
+    /** memory before any request */
+    idle: Sampler;
+    idleTree: TreeRss | null;
+    url: string;
+    /** its answer to the scenario's check; null until checked */
+    v: Verified | null;
+    runs: { w: WrkResult; s: Sampler }[];
+    retries: number;
+    /** plume: its processes' RSS 1 s after its last run */
+    afterTree?: TreeRss;
+    /** set when it failed: no more runs, no row but the failure */
+    error?: string;
+  }
+  let caseSc: Scenario = SCENARIOS[opts.scenarios[0] as ScenarioName];
+  let caseConns = 0;
+  const dropFromCase = async (one: InCase, e: unknown): Promise<void> => {
+    const msg = e instanceof Error ? e.message : String(e);
+    one.error = msg;
+    failures[one.key] = msg;
+    write(`   ${one.label} ${msg.replace(/\n/g, '\n     ')}`);
+    failCase(one.name, caseSc.name, caseConns, msg);
+    await stopChild(one.started.child);
+  };
+  const timedRun = async (one: InCase, i: number): Promise<void> => {
+    for (;;) {
+      checkAbort();
+      const sampler = new Sampler(one.pid, () => currentWrk?.pid);
+      sampler.start();
+      let w: WrkResult;
+      try {
+        w = await runWrk(opts, caseConns, opts.durationS, one.url, caseSc.headers);
+      } finally {
+        sampler.stop();
+      }
+      if (!alive(one.started.child))
+        throw new Error(
+          `server exited during the run (${one.started.child.exitCode ?? one.started.child.signalCode}): ${failureText(one.started)}`,
+        );
+      // A shared virtual machine: when the hypervisor took the server's CPU for a good part
+      // of the run, the figure says little about the server; run it again (bounded).
+      if (sampler.stealCpuPct > NOISY_PCT && one.retries < STEAL_RETRIES) {
+        one.retries++;
+        write(`   ${one.label} ${w.requestsPerSec.toFixed(0)} req/s, but ${sampler.stealCpuPct}% of a core was stolen by the hypervisor: run again`);
+        continue;
+      }
+      one.runs.push({ w, s: sampler });
+      if (opts.runs > 1) write(`   ${one.label} run ${i + 1}: ${w.requestsPerSec.toFixed(0)} req/s`);
+      return;
+    }
+  };
+  const record = (one: InCase, v: Verified, afterTree: TreeRss | null): void => {
+    const { name, label, runs, idle, idleTree } = one;
+    const sc = caseSc;
+    const conns = caseConns;
+    const byRps = [...runs].sort((x, y) => x.w.requestsPerSec - y.w.requestsPerSec);
+    const { w, s: sampler } = byRps[Math.floor((byRps.length - 1) / 2)] as { w: WrkResult; s: Sampler };
+    const peakRssKB = Math.max(...runs.map((r) => r.s.peakRssKB));
+    const peakPssKB = Math.max(...runs.map((r) => r.s.peakPssKB));
+    // wrk counts responses with a status >= 400: for an error scenario those are the expected ones.
+    const unexpected = sc.status < 400 ? w.non2xx3xx : Math.max(0, (w.requests ?? w.non2xx3xx) - w.non2xx3xx);
+    const row: Row = {
+      scenario: sc.name,
+      connections: conns,
+      server: name,
+      ok: true,
+      requestsPerSec: w.requestsPerSec,
+      allRequestsPerSec: runs.map((r) => r.w.requestsPerSec),
+      latencyAvgMs: w.latencyAvgMs,
+      p50Ms: w.p50Ms,
+      p90Ms: w.p90Ms,
+      p99Ms: w.p99Ms,
+      transferPerSec: w.transferPerSec,
+      requests: w.requests,
+      socketErrors: w.socketErrors,
+      non2xx3xx: w.non2xx3xx,
+      unexpectedResponses: unexpected,
+      status: v.status,
+      bodyBytes: v.bodyLength,
+      peakRssMB: mb(peakRssKB),
+      peakPssMB: mb(peakPssKB),
+      processes: Math.max(...runs.map((r) => r.s.peakProcesses)),
+      serverCpuPct: sampler.serverCpuPct,
+      wrkCpuPct: sampler.clientCpuPct,
+      otherCpuPct: sampler.otherCpuPct,
+      irqCpuPct: sampler.irqCpuPct,
+      stealCpuPct: sampler.stealCpuPct,
+      idleRssMB: mb(idle.peakRssKB),
+      ...(idleTree === null ? {} : { idleTree }),
+      ...(afterTree === null ? {} : { afterTree }),
+      responseServerHeader: v.server,
+      wrkOutput: w.raw,
+    };
+    const ne = sc.notEquivalent[name];
+    if (ne !== undefined) row.notEquivalent = ne;
+    rows.push(row);
+    const se = w.socketErrors;
+    const nErr = se === null ? 0 : se.connect + se.read + se.write + se.timeout;
+    write(
+      `   ${label} ${w.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${fmtMs(w.p50Ms).padStart(8)}  ` +
+        `p99 ${fmtMs(w.p99Ms).padStart(8)}  RSS idle ${mb(idle.peakRssKB)} MB, peak ${mb(peakRssKB)} MB  ` +
+        `CPU: server ${sampler.serverCpuPct}%, wrk ${sampler.clientCpuPct}%, others ${sampler.otherCpuPct}%, steal ${sampler.stealCpuPct}%` +
+        (unexpected > 0 ? `  UNEXPECTED STATUS: ${unexpected} (expected ${sc.status})` : '') +
+        (nErr > 0 && se !== null
+          ? `  socket errors: connect ${se.connect} read ${se.read} write ${se.write} timeout ${se.timeout}`
+          : '') +
+        (ne === undefined ? '' : `  (not equivalent: ${ne})`),
+    );
+    if (sampler.otherCpuPct > NOISY_PCT)
+      write(`   warning: other processes used ${sampler.otherCpuPct}% of a core during this run; figures are unreliable`);
+  };
   for (const { sc, conns } of allCases) {
     if (shuttingDown) break;
+    caseSc = sc;
+    caseConns = conns;
     write(`== ${sc.name} c=${conns}`);
+    // 1. Every server of the case is started, checked and warmed up.
+    const inCase: InCase[] = [];
     for (const name of servers) {
       if (shuttingDown) break;
       if (!casesOf(name).some((c) => c.sc === sc && c.conns === conns)) continue;
@@ -1492,119 +1614,57 @@ async function main(): Promise<void> {
         failCase(name, sc.name, conns, msg);
         continue;
       }
-      currentServer = started.child;
       const pid = started.child.pid as number;
       const idle = new Sampler(pid);
       idle.take();
-      const idleTree = isPlume(name) ? treeRss(pid) : null;
+      const one: InCase = {
+        name, label, key, started, pid, idle,
+        idleTree: isPlume(name) ? treeRss(pid) : null,
+        url: `http://127.0.0.1:${port}${sc.urlPath}`,
+        v: null, runs: [], retries: 0,
+      };
+      inCase.push(one);
       try {
         checkAbort();
-        let v: Verified;
         try {
-          v = await verify(port, sc, name, expected.get(sc.name), apacheAnswers.get(sc.name));
+          one.v = await verify(port, sc, name, expected.get(sc.name), apacheAnswers.get(sc.name));
         } catch (e) {
           throw new Error(`failed verification: ${e instanceof Error ? e.message : String(e)}`);
         }
-        if (name === 'apache') apacheAnswers.set(sc.name, v);
-        const url = `http://127.0.0.1:${port}${sc.urlPath}`;
-        if (opts.warmupS > 0) await runWrk(opts, conns, opts.warmupS, url, sc.headers);
-        const runs: { w: WrkResult; s: Sampler }[] = [];
-        for (let i = 0, retries = 0; i < opts.runs; i++) {
-          const sampler = new Sampler(pid, () => currentWrk?.pid);
-          sampler.start();
-          let w: WrkResult;
-          try {
-            checkAbort();
-            w = await runWrk(opts, conns, opts.durationS, url, sc.headers);
-          } finally {
-            sampler.stop();
-          }
-          if (!alive(started.child))
-            throw new Error(
-              `server exited during the run (${started.child.exitCode ?? started.child.signalCode}): ${failureText(started)}`,
-            );
-          // A shared virtual machine: when the hypervisor took the server's CPU for a good part
-          // of the run, the figure says little about the server; run it again (bounded).
-          if (sampler.stealCpuPct > NOISY_PCT && retries < STEAL_RETRIES) {
-            retries++;
-            write(`   ${label} ${w.requestsPerSec.toFixed(0)} req/s, but ${sampler.stealCpuPct}% of a core was stolen by the hypervisor: run again`);
-            i--;
-            continue;
-          }
-          runs.push({ w, s: sampler });
-          if (opts.runs > 1) write(`   ${label} run ${i + 1}: ${w.requestsPerSec.toFixed(0)} req/s`);
-        }
-        // plume's processes once the load is over (its heap stays grown): the idle RSS per worker.
-        let afterTree: TreeRss | null = null;
-        if (isPlume(name)) {
-          await sleep(1000);
-          afterTree = treeRss(pid);
-        }
-        // The median run by req/s (the only run when --runs 1); memory is the peak over all runs.
-        const byRps = [...runs].sort((x, y) => x.w.requestsPerSec - y.w.requestsPerSec);
-        const { w, s: sampler } = byRps[Math.floor((byRps.length - 1) / 2)] as { w: WrkResult; s: Sampler };
-        const peakRssKB = Math.max(...runs.map((r) => r.s.peakRssKB));
-        const peakPssKB = Math.max(...runs.map((r) => r.s.peakPssKB));
-        // wrk counts responses with a status >= 400: for an error scenario those are the expected ones.
-        const unexpected = sc.status < 400 ? w.non2xx3xx : Math.max(0, (w.requests ?? w.non2xx3xx) - w.non2xx3xx);
-        const row: Row = {
-          scenario: sc.name,
-          connections: conns,
-          server: name,
-          ok: true,
-          requestsPerSec: w.requestsPerSec,
-          allRequestsPerSec: runs.map((r) => r.w.requestsPerSec),
-          latencyAvgMs: w.latencyAvgMs,
-          p50Ms: w.p50Ms,
-          p90Ms: w.p90Ms,
-          p99Ms: w.p99Ms,
-          transferPerSec: w.transferPerSec,
-          requests: w.requests,
-          socketErrors: w.socketErrors,
-          non2xx3xx: w.non2xx3xx,
-          unexpectedResponses: unexpected,
-          status: v.status,
-          bodyBytes: v.bodyLength,
-          peakRssMB: mb(peakRssKB),
-          peakPssMB: mb(peakPssKB),
-          processes: Math.max(...runs.map((r) => r.s.peakProcesses)),
-          serverCpuPct: sampler.serverCpuPct,
-          wrkCpuPct: sampler.clientCpuPct,
-          otherCpuPct: sampler.otherCpuPct,
-          irqCpuPct: sampler.irqCpuPct,
-          stealCpuPct: sampler.stealCpuPct,
-          idleRssMB: mb(idle.peakRssKB),
-          ...(idleTree === null ? {} : { idleTree }),
-          ...(afterTree === null ? {} : { afterTree }),
-          responseServerHeader: v.server,
-          wrkOutput: w.raw,
-        };
-        const ne = sc.notEquivalent[name];
-        if (ne !== undefined) row.notEquivalent = ne;
-        rows.push(row);
-        const se = w.socketErrors;
-        const nErr = se === null ? 0 : se.connect + se.read + se.write + se.timeout;
-        write(
-          `   ${label} ${w.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${fmtMs(w.p50Ms).padStart(8)}  ` +
-            `p99 ${fmtMs(w.p99Ms).padStart(8)}  RSS idle ${mb(idle.peakRssKB)} MB, peak ${mb(peakRssKB)} MB  ` +
-            `CPU: server ${sampler.serverCpuPct}%, wrk ${sampler.clientCpuPct}%, others ${sampler.otherCpuPct}%, steal ${sampler.stealCpuPct}%` +
-            (unexpected > 0 ? `  UNEXPECTED STATUS: ${unexpected} (expected ${sc.status})` : '') +
-            (nErr > 0 && se !== null
-              ? `  socket errors: connect ${se.connect} read ${se.read} write ${se.write} timeout ${se.timeout}`
-              : '') +
-            (ne === undefined ? '' : `  (not equivalent: ${ne})`),
-        );
-        if (sampler.otherCpuPct > NOISY_PCT)
-          write(`   warning: other processes used ${sampler.otherCpuPct}% of a core during this run; figures are unreliable`);
+        if (name === 'apache') apacheAnswers.set(sc.name, one.v);
+        if (opts.warmupS > 0) await runWrk(opts, conns, opts.warmupS, one.url, sc.headers);
       } catch (e) {
         if (e instanceof Aborted || shuttingDown) break;
-        const msg = e instanceof Error ? e.message : String(e);
-        failures[key] = msg;
-        write(`   ${label} ${msg.replace(/\n/g, '\n     ')}`);
-        failCase(name, sc.name, conns, msg);
+        await dropFromCase(one, e);
+      }
+    }
+    // 2. The timed runs in turns, each turn starting with the next server: the servers of the
+    //    case are measured within seconds of each other, and none is always first or last.
+    for (let i = 0; i < opts.runs && !shuttingDown; i++) {
+      const going = inCase.filter((c) => c.v !== null && c.error === undefined);
+      for (let j = 0; j < going.length && !shuttingDown; j++) {
+        const one = going[(i + j) % going.length] as InCase;
+        try {
+          await timedRun(one, i);
+          // plume's processes once its load is over (its heap stays grown): 1 s after its last
+          // run, before the machine's kernel may page cold memory of an idle process out.
+          if (i === opts.runs - 1 && isPlume(one.name)) {
+            await sleep(1000);
+            one.afterTree = treeRss(one.pid);
+          }
+        } catch (e) {
+          if (e instanceof Aborted || shuttingDown) break;
+          await dropFromCase(one, e);
+        }
+      }
+    }
+    // 3. Rows: the median run of each server.
+    for (const one of inCase) {
+      try {
+        if (shuttingDown || one.error !== undefined || one.v === null || one.runs.length === 0) continue;
+        record(one, one.v, one.afterTree ?? null);
       } finally {
-        await stopChild(started.child);
-        currentServer = null;
+        await stopChild(one.started.child);
       }
     }
   }
