@@ -254,8 +254,9 @@ function withCpus(cpus: string | null, cmd: string, args: string[]): [string, st
 
 /** Every child started by the runner that may still be alive; stopped on exit/signal. */
 const live = new Set<ChildProcess>();
-/** Descendant pids seen while sampling (pid -> comm), swept by pid when a server stops. */
-let knownDescendants = new Map<number, string>();
+/** Descendant pids seen while sampling, per server's main pid (pid -> comm), swept by pid
+ *  when that server stops (the servers of a case run side by side). */
+const knownDescendants = new Map<number, Map<number, string>>();
 
 function track(child: ChildProcess): ChildProcess {
   live.add(child);
@@ -296,7 +297,7 @@ function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
 
 /** SIGTERM the child by pid, SIGKILL after a grace period, then sweep leftover descendants. */
 async function stopChild(child: ChildProcess, graceMs = 8000): Promise<void> {
-  const descendants = new Map(knownDescendants);
+  const descendants = new Map(child.pid === undefined ? [] : knownDescendants.get(child.pid));
   if (child.pid !== undefined) for (const [pid, comm] of descendantPids(child.pid)) descendants.set(pid, comm);
   if (alive(child) && child.pid !== undefined) {
     try {
@@ -328,7 +329,7 @@ async function stopChild(child: ChildProcess, graceMs = 8000): Promise<void> {
     }
     await sleep(100);
   }
-  knownDescendants = new Map();
+  if (child.pid !== undefined) knownDescendants.delete(child.pid);
 }
 
 // ---------------------------------------------------------------- memory and CPU sampling
@@ -551,7 +552,9 @@ class Sampler {
     const procs = scanProc();
     const descendants = descendantsIn(procs, this.root);
     const pids = [this.root, ...descendants.keys()];
-    for (const [pid, comm] of descendants) knownDescendants.set(pid, comm);
+    let known = knownDescendants.get(this.root);
+    if (known === undefined) knownDescendants.set(this.root, (known = new Map()));
+    for (const [pid, comm] of descendants) known.set(pid, comm);
     let rssKB = 0;
     let pssKB = 0;
     let processes = 0;

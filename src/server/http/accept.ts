@@ -33,9 +33,7 @@ interface SharedReadSocket extends net.Socket {
 interface ListenHandle {
   onconnection: (err: number, client: ClientHandle | undefined) => void;
 }
-interface ClientHandle {
-  setNoDelay?(on: boolean): number;
-}
+type ClientHandle = object;
 interface ServerInternals {
   _handle: ListenHandle | null;
   _connections: number;
@@ -85,7 +83,8 @@ export function acceptSharedReads(srv: net.Server, onConnection: (sock: net.Sock
     sock[kReader] = null;
     sock[kPending] = null;
     if (local !== null) (sock as unknown as { _sockname: object })._sockname = { ...local };
-    if (inner.noDelay === true) client.setNoDelay?.(true);
+    // Through the socket, which remembers it (a later setNoDelay(true) makes no system call).
+    if (inner.noDelay === true) sock.setNoDelay(true);
     // As net.Server counts them: close() waits for these connections as for its own.
     inner._connections++;
     const owned = sock as unknown as { server: net.Server; _server: net.Server };
