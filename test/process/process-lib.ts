@@ -129,6 +129,36 @@ export function workersOf(pid: number): ProcInfo[] {
   return childrenOf(pid).filter((p) => p.cmdline.includes('bin/plume'));
 }
 
+/** Inodes of the sockets listening on `port` (any address), from /proc/net/tcp{,6}. */
+function listenerInodes(port: number): Set<string> {
+  const out = new Set<string>();
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try { text = fs.readFileSync(f, 'latin1'); } catch { continue; }
+    for (const line of text.split('\n').slice(1)) {
+      const c = line.trim().split(/\s+/);
+      const local = c[1];
+      if (local === undefined || c[3] !== '0A' || c[9] === undefined) continue; // 0A: LISTEN
+      if (parseInt(local.slice(local.lastIndexOf(':') + 1), 16) === port) out.add(c[9]);
+    }
+  }
+  return out;
+}
+
+/** Whether `pid` holds one of the listening sockets `inodes` (a worker gets them once it
+ *  has read its configuration, and accepts on them at once). */
+function holdsListener(pid: number, inodes: Set<string>): boolean {
+  let fds: string[];
+  try { fds = fs.readdirSync(`/proc/${pid}/fd`); } catch { return false; }
+  for (const fd of fds) {
+    let link = '';
+    try { link = fs.readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { continue; }
+    const m = /^socket:\[(\d+)\]$/.exec(link);
+    if (m !== null && inodes.has(m[1]!)) return true;
+  }
+  return false;
+}
+
 export function alive(pid: number): boolean {
   return procInfo(pid) !== undefined;
 }
@@ -185,6 +215,12 @@ export async function startPlume(site: Site, opts: { workers?: number; args?: re
   try {
     await waitFor(`the PidFile of ${site.dir} (output: ${out})`, () => proc.exitCode === null && fs.existsSync(site.pidFile), 15000);
     await waitFor(`${opts.workers ?? 1} workers`, () => r.workers().length >= (opts.workers ?? 1), 15000);
+    // Running is not accepting: a load sent while one worker still reads its configuration
+    // would all go to the other (keep-alive connections stay where they were accepted).
+    await waitFor(`${opts.workers ?? 1} workers accepting`, () => {
+      const inodes = listenerInodes(site.port);
+      return r.workers().filter((w) => holdsListener(w, inodes)).length >= (opts.workers ?? 1);
+    }, 15000);
     await waitFor('the server to answer', async () => (await tryGet(site.port)) === 200, 15000);
   } catch (e) {
     await r.stop();
