@@ -1462,6 +1462,8 @@ async function main(): Promise<void> {
   /** A server of the case being measured. */
   interface InCase {
     name: ServerName;
+    sc: Scenario;
+    conns: number;
     label: string;
     key: string;
     started: Started;
@@ -1479,14 +1481,12 @@ async function main(): Promise<void> {
     /** set when it failed: no more runs, no row but the failure */
     error?: string;
   }
-  let caseSc: Scenario = SCENARIOS[opts.scenarios[0] as ScenarioName];
-  let caseConns = 0;
   const dropFromCase = async (one: InCase, e: unknown): Promise<void> => {
     const msg = e instanceof Error ? e.message : String(e);
     one.error = msg;
     failures[one.key] = msg;
     write(`   ${one.label} ${msg.replace(/\n/g, '\n     ')}`);
-    failCase(one.name, caseSc.name, caseConns, msg);
+    failCase(one.name, one.sc.name, one.conns, msg);
     await stopChild(one.started.child);
   };
   const timedRun = async (one: InCase, i: number): Promise<void> => {
@@ -1496,7 +1496,7 @@ async function main(): Promise<void> {
       sampler.start();
       let w: WrkResult;
       try {
-        w = await runWrk(opts, caseConns, opts.durationS, one.url, caseSc.headers);
+        w = await runWrk(opts, one.conns, opts.durationS, one.url, one.sc.headers);
       } finally {
         sampler.stop();
       }
@@ -1517,9 +1517,7 @@ async function main(): Promise<void> {
     }
   };
   const record = (one: InCase, v: Verified, afterTree: TreeRss | null): void => {
-    const { name, label, runs, idle, idleTree } = one;
-    const sc = caseSc;
-    const conns = caseConns;
+    const { name, label, runs, idle, idleTree, sc, conns } = one;
     const byRps = [...runs].sort((x, y) => x.w.requestsPerSec - y.w.requestsPerSec);
     const { w, s: sampler } = byRps[Math.floor((byRps.length - 1) / 2)] as { w: WrkResult; s: Sampler };
     const peakRssKB = Math.max(...runs.map((r) => r.s.peakRssKB));
@@ -1578,8 +1576,6 @@ async function main(): Promise<void> {
   };
   for (const { sc, conns } of allCases) {
     if (shuttingDown) break;
-    caseSc = sc;
-    caseConns = conns;
     write(`== ${sc.name} c=${conns}`);
     // 1. Every server of the case is started, checked and warmed up.
     const inCase: InCase[] = [];
@@ -1621,7 +1617,7 @@ async function main(): Promise<void> {
       const idle = new Sampler(pid);
       idle.take();
       const one: InCase = {
-        name, label, key, started, pid, idle,
+        name, sc, conns, label, key, started, pid, idle,
         idleTree: isPlume(name) ? treeRss(pid) : null,
         url: `http://127.0.0.1:${port}${sc.urlPath}`,
         v: null, runs: [], retries: 0,

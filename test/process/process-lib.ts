@@ -214,12 +214,12 @@ export async function startPlume(site: Site, opts: { workers?: number; args?: re
   };
   try {
     await waitFor(`the PidFile of ${site.dir} (output: ${out})`, () => proc.exitCode === null && fs.existsSync(site.pidFile), 15000);
-    await waitFor(`${opts.workers ?? 1} workers`, () => r.workers().length >= (opts.workers ?? 1), 15000);
-    // Running is not accepting: a load sent while one worker still reads its configuration
-    // would all go to the other (keep-alive connections stay where they were accepted).
-    await waitFor(`${opts.workers ?? 1} workers accepting`, () => {
+    // Workers accepting, not only running: a load sent while one worker still reads its
+    // configuration would all go to the other (keep-alive connections stay where accepted).
+    const workers = opts.workers ?? 1;
+    await waitFor(`${workers} workers accepting`, () => {
       const inodes = listenerInodes(site.port);
-      return r.workers().filter((w) => holdsListener(w, inodes)).length >= (opts.workers ?? 1);
+      return r.workers().filter((w) => holdsListener(w, inodes)).length >= workers;
     }, 15000);
     await waitFor('the server to answer', async () => (await tryGet(site.port)) === 200, 15000);
   } catch (e) {

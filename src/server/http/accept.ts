@@ -31,9 +31,8 @@ interface SharedReadSocket extends net.Socket {
 
 /** The parts of net.Server's listening handle the accept uses. */
 interface ListenHandle {
-  onconnection: (err: number, client: ClientHandle | undefined) => void;
+  onconnection: (err: number, client: object | undefined) => void;
 }
-type ClientHandle = object;
 interface ServerInternals {
   _handle: ListenHandle | null;
   _connections: number;
