@@ -10,6 +10,7 @@ import { ConfigError, StartupError } from '../server/config/errors.js';
 import { catalogue } from '../modules/index.js';
 import { parseLevel } from '../server/log/levels.js';
 import { startIdleGc } from '../mpm/idle-gc.js';
+import { resumeOptimisingCompiler } from '../server/startup-compiler.js';
 import { startServer, bindListeners, openErrorLogs, closeErrorLogs, type Listeners, type RunningServer } from '../server/main-server.js';
 import { shareLogTargets, beginLogGeneration, type LogSink } from '../server/log/log-writer.js';
 import { Parent } from '../mpm/parent.js';
@@ -335,7 +336,10 @@ function describeFailure(e: unknown): { text: string; exit: number } | undefined
 
 export async function main(argv: string[]): Promise<number> {
   const sub = argv[0] !== undefined && !argv[0].startsWith('-') ? subcommands.get(argv[0]) : undefined;
-  if (sub) return sub(argv.slice(1));
+  if (sub) {
+    resumeOptimisingCompiler();
+    return sub(argv.slice(1));
+  }
   // argv[0] as started, for the usage text (node runs bin/plume: that path).
   const bin = process.argv[1] ?? SHORT_NAME;
   const p = parseArgs(argv, bin);

@@ -13,6 +13,7 @@
 import * as os from 'node:os';
 import * as fs from 'node:fs';
 import { fork, type ChildProcess } from 'node:child_process';
+import { resumeOptimisingCompiler } from '../server/startup-compiler.js';
 import type { ConfigContext, ConfigOptions } from '../server/config/context.js';
 import { loadConfiguration, postConfigure, cleanupConfiguration, type ModuleCatalogue } from '../server/config/build.js';
 import { ConfigError, StartupError } from '../server/config/errors.js';
@@ -118,6 +119,7 @@ export class Parent {
     this.maintain();
     this.announce();
     this.start.onStarted?.();
+    resumeOptimisingCompiler();
     return done;
   }
 

@@ -1,6 +1,8 @@
 // The configuration language's lexical rules, as httpd reads them (util.c ap_cfg_getline,
 // ap_getword_conf): logical lines with backslash continuation, '#' comments, quoted words.
 
+import { configurationLinesRead } from '../startup-compiler.js';
+
 export interface LogicalLine {
   /** The text with continuations joined and surrounding white space removed. */
   readonly text: string;
@@ -18,6 +20,7 @@ const WS = /[ \t\r\f\v]/;
  *  joins the next physical line, comments included; "\\ " with trailing white space does not. */
 export function splitLogicalLines(source: string): LogicalLine[] {
   const physical = source.split('\n');
+  configurationLinesRead(physical.length);
   // The text after the last line feed: a final line without terminator (or nothing).
   const lastTerminated = physical.length - 1;
   if (physical[lastTerminated] === '') physical.pop();

@@ -26,6 +26,7 @@ import { coreServer, coreDir } from '../core/core-module.js';
 import { APLOG_DEBUG, APLOG_INFO, APLOG_ERR } from '../log/levels.js';
 import { scoreboard } from '../../mpm/scoreboard.js';
 import { readShared } from './accept.js';
+import { resumeOptimisingCompiler } from '../startup-compiler.js';
 
 /** ap_rgetline outcomes. */
 const LN_OK = 0;
@@ -195,6 +196,9 @@ export class HttpConnection implements ConnRec, Wire {
     this.baseServer = this.candidates[0] ?? rt.mainServer;
     this.strict = coreServer(this.baseServer).strictProtocol !== false;
     socket.setNoDelay(true);
+    // The first connection a process serves turns V8's optimising compiler on (off since startup: see
+    // startup-compiler.ts); from then on this is one test of a boolean.
+    resumeOptimisingCompiler();
     // A client may half-close after its request and still read the answer.
     socket.allowHalfOpen = true;
     const reader = (d: Buffer): void => this.onData(d);
