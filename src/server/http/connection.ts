@@ -196,8 +196,8 @@ export class HttpConnection implements ConnRec, Wire {
     this.baseServer = this.candidates[0] ?? rt.mainServer;
     this.strict = coreServer(this.baseServer).strictProtocol !== false;
     socket.setNoDelay(true);
-    // The first connection a process serves turns V8's optimising compiler on (off since startup: see
-    // startup-compiler.ts); from then on this is one test of a boolean.
+    // The first connection a process serves turns V8's optimising compiler on (off since
+    // startup: see startup-compiler.ts); from then on this is one test of a boolean.
     resumeOptimisingCompiler();
     // A client may half-close after its request and still read the answer.
     socket.allowHalfOpen = true;
