@@ -20,6 +20,7 @@ import { ConfigSnapshot, type SnapshotEntries } from './config-snapshot.js';
 import { scoreboard } from './scoreboard.js';
 import { startIdleGc } from './idle-gc.js';
 import { acceptSharedReads } from '../server/http/accept.js';
+import type { Transport } from '../server/http/tcp-stream.js';
 
 /** The environment the parent gives a worker (see parent.ts). */
 export const ENV_WORKER = 'PLUME_MPM_WORKER';
@@ -86,7 +87,7 @@ class AcceptGate {
   /** No more accepting: a restart or MaxConnectionsPerChild retires this worker. */
   retiring = false;
   /** The connections being served, with their sockets. */
-  readonly conns = new Map<HttpConnection, net.Socket>();
+  readonly conns = new Map<HttpConnection, Transport>();
   private accepted = 0;
 
   constructor(
@@ -142,7 +143,7 @@ class AcceptGate {
   }
   private listened = false;
 
-  private readonly accept = (sock: net.Socket): void => this.onConnection(sock);
+  private readonly accept = (sock: Transport): void => this.onConnection(sock);
 
   private listenOn(set: unknown[]): void {
     this.sets++;
@@ -199,7 +200,7 @@ class AcceptGate {
     return busy >= share || open >= share + (share - busy) * factor;
   }
 
-  private onConnection(sock: net.Socket): void {
+  private onConnection(sock: Transport): void {
     const conn = new HttpConnection(sock, this.rt);
     this.conns.set(conn, sock);
     sock.on('close', () => this.onClose(conn));

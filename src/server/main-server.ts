@@ -19,6 +19,7 @@ import { postConfigure } from './config/build.js';
 import { DEFAULT_LOG_LEVEL, APLOG_NOTICE } from './log/levels.js';
 import { APACHE_COMPAT_VERSION, PLUME_VERSION } from './version.js';
 import { acceptSharedReads } from './http/accept.js';
+import type { Transport } from './http/tcp-stream.js';
 
 export interface RunningServer {
   readonly ctx: ConfigContext;
@@ -74,17 +75,17 @@ export function closeErrorLogs(ctx: ConfigContext): void {
 
 /** The listening sockets: bound once at startup, handed to the configuration that serves. */
 export class Listeners {
-  private handler: ((sock: net.Socket) => void) | undefined;
+  private handler: ((sock: Transport) => void) | undefined;
   /** Connections accepted before a configuration serves them (while it is being read). */
-  private waiting: net.Socket[] = [];
+  private waiting: Transport[] = [];
   private closed = false;
   constructor(readonly servers: net.Server[]) {}
   /** Where accepted connections go from now on (the serving configuration). */
-  set onConnection(fn: (sock: net.Socket) => void) {
+  set onConnection(fn: (sock: Transport) => void) {
     this.handler = fn;
     for (const sock of this.waiting.splice(0)) if (!sock.destroyed) fn(sock);
   }
-  accept(sock: net.Socket): void {
+  accept(sock: Transport): void {
     if (this.handler) this.handler(sock);
     else this.waiting.push(sock);
   }
@@ -104,7 +105,7 @@ export async function bindListeners(ctx: ConfigContext): Promise<Listeners> {
   return l;
 }
 
-function bindAll(ctx: ConfigContext, specs: readonly ListenSpec[], onConn: (s: net.Socket) => void): Promise<net.Server[]> {
+function bindAll(ctx: ConfigContext, specs: readonly ListenSpec[], onConn: (s: Transport) => void): Promise<net.Server[]> {
   const servers: net.Server[] = [];
   return new Promise((resolve, reject) => {
     let pending = specs.length;
@@ -169,7 +170,7 @@ export async function startServer(ctx: ConfigContext, opts: StartOptions): Promi
     throw new StartupError(failed);
   }
   const rt = new Runtime(ctx);
-  const conns = new Set<net.Socket>();
+  const conns = new Set<Transport>();
   const pidFile = opts.writePid ? writePidFile(ctx) : undefined;
   opts.dropPrivileges?.(ctx);
   for (const m of ctx.loaded) await m.decl.configHooks?.childInit?.(ctx);

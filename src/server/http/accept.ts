@@ -3,17 +3,20 @@
 // A net.Socket made the usual way reads into a fresh 64 KB allocation per read and pushes the
 // bytes through its Readable stream; with hundreds of connections the C heap is left
 // fragmented by those allocations long after the load stops (the resident set grew by tens of
-// megabytes per worker and stayed). net.Socket's `onread` option instead reads into one
-// caller-given buffer and calls back with the length: every socket accepted here reads into
-// one process-wide buffer, and the connection gets an exact copy of what was read (small
-// copies come from Node's buffer pool). The accept itself does what net.Server's does.
+// megabytes per worker and stayed). Here every accepted connection reads into one
+// process-wide buffer, and the connection gets an exact copy of what was read (small copies
+// come from Node's buffer pool). A connection is a TcpStream driven on the accepted handle
+// (tcp-stream.ts: no net.Socket is built per connection); where Node's internals are not as
+// that expects, a net.Socket with its `onread` option, which reads into a caller-given buffer.
+// The accept itself does what net.Server's does.
 //
 // Node's net.Server has no option for the sockets it accepts, so the listening handle's
-// connection callback is replaced (`server._handle.onconnection`, the one internal used);
-// where that is not there, the server accepts as usual and the connection reads 'data' events.
+// connection callback is replaced (`server._handle.onconnection`); where that is not there,
+// the server accepts as usual and the connection reads 'data' events.
 
 import * as net from 'node:net';
 import * as util from 'node:util';
+import { TcpStream, isTcpHandle, streamWrap, type Transport } from './tcp-stream.js';
 
 /** Where every accepted socket reads (only one read runs at a time in a process). */
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
@@ -36,6 +39,7 @@ interface ListenHandle {
 interface ServerInternals {
   _handle: ListenHandle | null;
   _connections: number;
+  _emitCloseIfDrained?: () => void;
   noDelay?: boolean;
   allowHalfOpen?: boolean;
 }
@@ -53,7 +57,7 @@ function onRead(this: SharedReadSocket, nread: number, buf: Buffer): void {
  * `onConnection` (as its 'connection' event did). Call once the server listens; false when
  * the server's internals are not as expected (it then goes on accepting the usual way).
  */
-export function acceptSharedReads(srv: net.Server, onConnection: (sock: net.Socket) => void): boolean {
+export function acceptSharedReads(srv: net.Server, onConnection: (sock: Transport) => void): boolean {
   const inner = srv as unknown as ServerInternals;
   const handle = inner._handle;
   if (handle === null || typeof handle.onconnection !== 'function') return false;
@@ -70,6 +74,14 @@ export function acceptSharedReads(srv: net.Server, onConnection: (sock: net.Sock
       e.code = util.getSystemErrorName(err);
       e.syscall = 'accept';
       srv.emit('error', e);
+      return;
+    }
+    if (streamWrap !== null && isTcpHandle(client)) {
+      // The usual case: the connection is driven on its handle (tcp-stream.ts).
+      const stream = new TcpStream(client, streamWrap, READ_BUFFER, local === null ? null : { ...local }, inner);
+      stream.allowHalfOpen = inner.allowHalfOpen === true;
+      if (inner.noDelay === true) stream.setNoDelay(true);
+      onConnection(stream);
       return;
     }
     const sock = new net.Socket({
@@ -98,7 +110,11 @@ export function acceptSharedReads(srv: net.Server, onConnection: (sock: net.Sock
  * Gives `reader` the bytes `sock` reads, in order (those read before now first). False for a
  * socket not accepted by acceptSharedReads: read its 'data' events instead.
  */
-export function readShared(sock: net.Socket, reader: Reader): boolean {
+export function readShared(sock: Transport, reader: Reader): boolean {
+  if (sock instanceof TcpStream) {
+    sock.setReader(reader);
+    return true;
+  }
   const s = sock as SharedReadSocket;
   if (!(kReader in s)) return false;
   s[kReader] = reader;

@@ -5,7 +5,7 @@
 // 100 Continue), timeouts, pipelining, keep-alive and a lingering close.
 
 import { noteRead } from '../request/stat-cache.js';
-import type * as net from 'node:net';
+import type { Transport } from './tcp-stream.js';
 import { streamFileRange } from './file-cache.js';
 import type { Runtime } from '../runtime.js';
 import { Request, type ConnRec, type RequestBody } from '../request/request.js';
@@ -187,7 +187,7 @@ export class HttpConnection implements ConnRec, Wire {
   /** When the pending timer fires (0: unknown). */
   private timerAt = 0;
 
-  constructor(private readonly socket: net.Socket, private readonly rt: Runtime) {
+  constructor(private readonly socket: Transport, private readonly rt: Runtime) {
     this.remoteIp = normIp(socket.remoteAddress ?? '');
     this.remotePort = socket.remotePort ?? 0;
     this.localIp = normIp(socket.localAddress ?? '');

@@ -8,8 +8,9 @@ import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { once } from 'node:events';
 import { acceptSharedReads, readShared } from '../../../src/server/http/accept.js';
+import type { Transport } from '../../../src/server/http/tcp-stream.js';
 
-async function listen(onConn: (s: net.Socket) => void): Promise<{ srv: net.Server; port: number }> {
+async function listen(onConn: (s: Transport) => void): Promise<{ srv: net.Server; port: number }> {
   const srv = net.createServer(() => assert.fail('the default accept ran'));
   srv.listen(0, '127.0.0.1');
   await once(srv, 'listening');
@@ -79,7 +80,7 @@ test('pause() stops reading until resume(); the client sees the answer after its
         setTimeout(() => sock.resume(), 100);
       }
     });
-    sock.on('end', () => sock.end(parts.join('|')));
+    sock.on('end', () => { sock.write(parts.join('|')); sock.end(); });
   });
   const c = await dial(port);
   c.write('one');
@@ -96,7 +97,7 @@ test('pause() stops reading until resume(); the client sees the answer after its
 });
 
 test('the server counts accepted connections: close() waits for them, getConnections() sees them', async () => {
-  const socks: net.Socket[] = [];
+  const socks: Transport[] = [];
   const { srv, port } = await listen((sock) => { socks.push(sock); readShared(sock, () => undefined); });
   const c = await dial(port);
   await tick(30);
@@ -133,4 +134,31 @@ test('the local end of a connection: the listener address when it is one address
     assert.deepEqual(seen, [{ address: to, port, family: 'IPv4' }]);
     srv.close();
   }
+});
+
+test('PLUME_NET_SOCKET=1: connections are net.Sockets reading into the shared buffer, with the same bytes', async () => {
+  const { spawn } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const acceptJs = fileURLToPath(new URL('../../../src/server/http/accept.js', import.meta.url));
+  const script = `
+    import * as net from 'node:net';
+    import { acceptSharedReads, readShared } from ${JSON.stringify(acceptJs)};
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      acceptSharedReads(srv, (sock) => {
+        const parts = [];
+        const shared = readShared(sock, (d) => parts.push(d));
+        sock.on('end', () => { sock.write(String(sock instanceof net.Socket) + ' ' + shared + ' ' + Buffer.concat(parts)); sock.end(); srv.close(); });
+      });
+      const c = net.connect(srv.address().port, '127.0.0.1', () => c.end('hello'));
+      let out = '';
+      c.on('data', (d) => { out += d; });
+      c.on('end', () => process.stdout.write(out));
+    });`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, PLUME_NET_SOCKET: '1' } });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  const [code] = await once(child, 'exit') as [number];
+  assert.equal(code, 0);
+  assert.equal(out, 'true true hello');
 });

@@ -1,0 +1,369 @@
+// An accepted TCP connection driven through its libuv handle, without net.Socket.
+//
+// Node's net.Socket is a Duplex stream: building one per connection (its readable and
+// writable states, event emitter, async hooks) and tearing it down again cost more CPU than
+// plume's whole request path for a small file, and its objects were the largest part of what
+// a one-request connection left for the garbage collector. An HTTP connection uses little of
+// it: the bytes read, writes with backpressure, a half-close, a close, and the peer's
+// address. TcpStream does those directly on the TCP handle net.Server accepted (the object
+// net.Socket itself wraps) with the stream calls Node's own net.Socket makes, so reads land
+// in the process's shared read buffer and a response that fits the kernel's buffer is written
+// in one system call with no request object kept.
+//
+// The handle's API is Node's internal stream_wrap (reached through process.binding, whose
+// deprecation is documentation-only). Where it is not as expected, sockets are accepted as
+// net.Sockets and everything works as before (streamWrap is null).
+
+import type * as net from 'node:net';
+
+/** Node's request objects for a write and a shutdown, and the state the C++ side reports. */
+interface WriteReq {
+  handle: TcpHandle;
+  oncomplete: (status: number) => void;
+  async: boolean;
+  /** The buffer being written, kept alive until an asynchronous write completes. */
+  buffer: Buffer | null;
+}
+interface ShutdownReq {
+  handle: TcpHandle;
+  oncomplete: (status: number) => void;
+}
+interface StreamWrapBinding {
+  WriteWrap: new () => WriteReq;
+  ShutdownWrap: new () => ShutdownReq;
+  streamBaseState: Int32Array;
+  kReadBytesOrError: number;
+  kLastWriteWasAsync: number;
+}
+
+/** The accepted connection's handle (Node's TCPWrap), the calls net.Socket makes on it. */
+export interface TcpHandle {
+  onread: () => void;
+  readonly writeQueueSize: number;
+  useUserBuffer(buf: Buffer): void;
+  readStart(): number;
+  readStop(): number;
+  writeBuffer(req: WriteReq, data: Buffer): number;
+  writeLatin1String(req: WriteReq, data: string): number;
+  writeUtf8String(req: WriteReq, data: string): number;
+  writeAsciiString(req: WriteReq, data: string): number;
+  shutdown(req: ShutdownReq): number;
+  close(callback: () => void): void;
+  setNoDelay(on: boolean): number;
+  getpeername(out: { address?: string; port?: number; family?: string }): number;
+  getsockname(out: { address?: string; port?: number; family?: string }): number;
+}
+
+function loadStreamWrap(): StreamWrapBinding | null {
+  try {
+    const b = (process as unknown as { binding(name: string): Partial<StreamWrapBinding> }).binding('stream_wrap');
+    if (typeof b.WriteWrap !== 'function' || typeof b.ShutdownWrap !== 'function' || !(b.streamBaseState instanceof Int32Array)
+      || typeof b.kReadBytesOrError !== 'number' || typeof b.kLastWriteWasAsync !== 'number') return null;
+    return b as StreamWrapBinding;
+  } catch {
+    return null;
+  }
+}
+
+/** Node's stream internals; null: accept net.Sockets instead. */
+export const streamWrap: StreamWrapBinding | null = process.env.PLUME_NET_SOCKET === '1' ? null : loadStreamWrap();
+
+/** Whether a handle accepted by net.Server has the calls TcpStream makes. */
+export function isTcpHandle(h: object): h is TcpHandle {
+  const t = h as Partial<TcpHandle>;
+  return typeof t.useUserBuffer === 'function' && typeof t.readStart === 'function' && typeof t.writeLatin1String === 'function'
+    && typeof t.shutdown === 'function' && typeof t.getpeername === 'function' && typeof t.close === 'function';
+}
+
+const UV_EOF = -4095;
+/** As net.Socket's writableHighWaterMark: write() returns false from this many unsent bytes. */
+const HIGH_WATER = 16 * 1024;
+
+/** The events a connection listens to (net.Socket's names). */
+type StreamEvent = 'end' | 'error' | 'close' | 'drain' | 'data';
+type Listener = (arg?: never) => void;
+
+/** What the TCP stream reports to the server that accepted it (net.Server's own counters). */
+interface ServerCount {
+  _connections: number;
+  _emitCloseIfDrained?: () => void;
+}
+
+export interface Address {
+  address: string;
+  family: string;
+  port: number;
+}
+
+/**
+ * The accepted connection: net.Socket's calls that an HTTP connection makes, with its
+ * meanings — write() returns false once HIGH_WATER bytes wait and 'drain' follows when they
+ * are sent; end() half-closes once every write is out; 'end' reports the peer's half-close;
+ * the connection is closed when both directions are done (as net.Socket with allowHalfOpen),
+ * on destroy(), or after an error ('error', then 'close').
+ */
+export class TcpStream {
+  private readonly listeners: { [K in StreamEvent]?: Listener[] } = {};
+  private reading = false;
+  private started = false;
+  private paused = false;
+  /** Asynchronous writes not completed. */
+  private pending = 0;
+  private needDrain = false;
+  /** end() called (a shutdown is made once the writes are out). */
+  private ending = false;
+  private shutDown = false;
+  /** The peer half-closed. */
+  private eof = false;
+  destroyed = false;
+  /** false: end() follows the peer's half-close, as net.Socket's default. */
+  allowHalfOpen = false;
+  private noDelay = false;
+  private peer: Address | null = null;
+  private local: Address | null;
+  private reader: ((data: Buffer) => void) | null = null;
+  private early: Buffer[] | null = null;
+
+  constructor(
+    private readonly handle: TcpHandle,
+    private readonly wrap: StreamWrapBinding,
+    readBuffer: Buffer,
+    local: Address | null,
+    private readonly server: ServerCount | null,
+  ) {
+    this.local = local;
+    handle.useUserBuffer(readBuffer);
+    handle.onread = () => this.onRead(readBuffer);
+    if (server !== null) server._connections++;
+    // Reading starts at once (as net.Socket's does); bytes wait for the reader.
+    this.startReading();
+  }
+
+  // ---- addresses -------------------------------------------------------------------------
+  private peerAddress(): Address | null {
+    if (this.peer === null && !this.destroyed) {
+      const out: { address?: string; port?: number; family?: string } = {};
+      if (this.handle.getpeername(out) === 0 && out.address !== undefined) {
+        this.peer = { address: out.address, family: out.family ?? '', port: out.port ?? 0 };
+      }
+    }
+    return this.peer;
+  }
+  private localAddr(): Address | null {
+    if (this.local === null && !this.destroyed) {
+      const out: { address?: string; port?: number; family?: string } = {};
+      if (this.handle.getsockname(out) === 0 && out.address !== undefined) {
+        this.local = { address: out.address, family: out.family ?? '', port: out.port ?? 0 };
+      }
+    }
+    return this.local;
+  }
+  get remoteAddress(): string | undefined { return this.peerAddress()?.address; }
+  get remotePort(): number | undefined { return this.peerAddress()?.port; }
+  get remoteFamily(): string | undefined { return this.peerAddress()?.family; }
+  get localAddress(): string | undefined { return this.localAddr()?.address; }
+  get localPort(): number | undefined { return this.localAddr()?.port; }
+  get localFamily(): string | undefined { return this.localAddr()?.family; }
+
+  setNoDelay(on = true): this {
+    if (on !== this.noDelay && !this.destroyed) {
+      this.noDelay = on;
+      this.handle.setNoDelay(on);
+    }
+    return this;
+  }
+
+  // ---- events ----------------------------------------------------------------------------
+  on(event: 'data', fn: (data: Buffer) => void): this;
+  on(event: 'error', fn: (err: Error) => void): this;
+  on(event: 'end' | 'close' | 'drain', fn: () => void): this;
+  on(event: StreamEvent, fn: (arg: never) => void): this {
+    if (event === 'data') this.setReader(fn as (data: Buffer) => void);
+    else (this.listeners[event] ??= []).push(fn as Listener);
+    return this;
+  }
+  private emit(event: 'end' | 'close' | 'drain'): void;
+  private emit(event: 'error', err: Error): void;
+  private emit(event: StreamEvent, arg?: Error): void {
+    const list = this.listeners[event];
+    if (list === undefined) return;
+    for (const fn of list.slice()) (fn as (a?: Error) => void)(arg);
+  }
+
+  // ---- reading ---------------------------------------------------------------------------
+  /** Gives `reader` the bytes read, in order (those read before now first). */
+  setReader(reader: (data: Buffer) => void): void {
+    this.reader = reader;
+    const early = this.early;
+    if (early !== null) {
+      this.early = null;
+      for (const d of early) reader(d);
+    }
+  }
+
+  private onRead(buf: Buffer): void {
+    const n = this.wrap.streamBaseState[this.wrap.kReadBytesOrError]!;
+    if (n > 0) {
+      const data = Buffer.allocUnsafe(n);
+      buf.copy(data, 0, 0, n);
+      const reader = this.reader;
+      if (reader !== null) reader(data);
+      else (this.early ??= []).push(data);
+    } else if (n === UV_EOF) {
+      this.reading = false;
+      this.eof = true;
+      this.emit('end');
+      if (!this.allowHalfOpen) this.end();
+      this.closeIfDone();
+    } else if (n < 0) {
+      this.fail(n, 'read');
+    }
+  }
+
+  private startReading(): void {
+    if (this.reading || this.eof || this.destroyed) return;
+    this.reading = true;
+    this.started = true;
+    const err = this.handle.readStart();
+    if (err !== 0) this.fail(err, 'read');
+  }
+
+  pause(): this {
+    this.paused = true;
+    if (this.reading && !this.destroyed) {
+      this.reading = false;
+      this.handle.readStop();
+    }
+    return this;
+  }
+  resume(): this {
+    this.paused = false;
+    this.startReading();
+    return this;
+  }
+  isPaused(): boolean { return this.paused; }
+  /** Whether reading has begun (net.Socket's readableFlowing: null before). */
+  get readableFlowing(): boolean | null { return this.started ? !this.paused : null; }
+
+  // ---- writing ---------------------------------------------------------------------------
+  get writableNeedDrain(): boolean { return this.needDrain; }
+  get writableLength(): number { return this.destroyed ? 0 : this.handle.writeQueueSize; }
+
+  write(data: Buffer | string, encoding: BufferEncoding = 'utf8'): boolean {
+    if (this.destroyed || this.ending) return false;
+    const w = this.wrap;
+    const req = new w.WriteWrap();
+    req.handle = this.handle;
+    req.oncomplete = (status) => this.afterWrite(status);
+    req.async = false;
+    req.buffer = null;
+    let err: number;
+    if (typeof data !== 'string') err = this.handle.writeBuffer(req, data);
+    else if (encoding === 'latin1' || encoding === 'binary') err = this.handle.writeLatin1String(req, data);
+    else if (encoding === 'ascii') err = this.handle.writeAsciiString(req, data);
+    else if (encoding === 'utf8' || encoding === 'utf-8') err = this.handle.writeUtf8String(req, data);
+    else err = this.handle.writeBuffer(req, Buffer.from(data, encoding));
+    if (err !== 0) {
+      this.fail(err, 'write');
+      return false;
+    }
+    if (w.streamBaseState[w.kLastWriteWasAsync] === 0) return true;
+    // Not all of it went out: libuv holds the rest (a string is copied; a buffer is kept).
+    req.async = true;
+    if (typeof data !== 'string') req.buffer = data;
+    this.pending++;
+    if (this.handle.writeQueueSize < HIGH_WATER) return true;
+    this.needDrain = true;
+    return false;
+  }
+
+  private afterWrite(status: number): void {
+    this.pending--;
+    if (this.destroyed) return;
+    if (status < 0) { this.fail(status, 'write'); return; }
+    if (this.pending > 0) return;
+    if (this.ending) this.shutdown();
+    if (this.needDrain) {
+      this.needDrain = false;
+      this.emit('drain');
+    }
+  }
+
+  /** Half-closes once every write is out (the peer reads to the end, then sees EOF). */
+  end(): this {
+    if (this.ending || this.destroyed) return this;
+    this.ending = true;
+    if (this.pending === 0) this.shutdown();
+    return this;
+  }
+
+  private shutdown(): void {
+    const req = new this.wrap.ShutdownWrap();
+    req.handle = this.handle;
+    req.oncomplete = (status) => {
+      if (this.destroyed) return;
+      if (status < 0) { this.fail(status, 'shutdown'); return; }
+      this.shutDown = true;
+      this.closeIfDone();
+    };
+    const err = this.handle.shutdown(req);
+    if (err !== 0) this.fail(err, 'shutdown');
+  }
+
+  /** Both directions done: closed (net.Socket's autoDestroy). */
+  private closeIfDone(): void {
+    if (this.eof && this.shutDown) this.destroy();
+  }
+
+  // ---- closing ---------------------------------------------------------------------------
+  private fail(errno: number, syscall: string): void {
+    if (this.destroyed) return;
+    const e = new Error(`${syscall} errno ${errno}`) as NodeJS.ErrnoException;
+    e.errno = errno;
+    e.syscall = syscall;
+    this.destroy(e);
+  }
+
+  /** Closes the connection at once (unsent bytes are dropped); 'close' follows. */
+  destroy(err?: Error): this {
+    if (this.destroyed) return this;
+    this.destroyed = true;
+    this.reading = false;
+    if (err !== undefined) this.emit('error', err);
+    this.handle.close(() => {
+      const srv = this.server;
+      if (srv !== null) {
+        srv._connections--;
+        srv._emitCloseIfDrained?.();
+      }
+      this.emit('close');
+    });
+    return this;
+  }
+}
+
+/**
+ * What a connection uses of its socket: a TcpStream, or a net.Socket (a TLS socket, or any
+ * socket when Node's internals are not as TcpStream expects). accept.ts hands both kinds
+ * to the same callback, which checks that each is one.
+ */
+export interface Transport {
+  readonly remoteAddress?: string | undefined;
+  readonly remotePort?: number | undefined;
+  readonly localAddress?: string | undefined;
+  readonly localPort?: number | undefined;
+  readonly localFamily?: string | undefined;
+  readonly destroyed: boolean;
+  readonly writableNeedDrain: boolean;
+  allowHalfOpen: boolean;
+  setNoDelay(on?: boolean): unknown;
+  on(event: 'data', fn: (data: Buffer) => void): unknown;
+  on(event: 'error', fn: (err: Error) => void): unknown;
+  on(event: 'end' | 'close' | 'drain', fn: () => void): unknown;
+  write(data: Buffer | string, encoding?: BufferEncoding): boolean;
+  end(): unknown;
+  destroy(err?: Error): unknown;
+  pause(): unknown;
+  resume(): unknown;
+  isPaused(): boolean;
+}
