@@ -1004,6 +1004,86 @@ export function newSlotView(): SlotView {
 
 /** The scoreboard this process updates; null when nothing reads it (mod_status not loaded),
  *  so that the connection's calls cost one null check. */
+/**
+ * The process model's own use of the table: each worker's open connections and whether it
+ * accepts, in its child record (the fields mod_status shows as a process's connections and
+ * "Accepting"), written here whether or not mod_status is loaded, so that a worker can see
+ * the others' load (worker.ts keeps keep-alive connections spread over the workers with it).
+ */
+export class WorkerLoad {
+  private readonly out = Buffer.alloc(4);
+  private readonly head = Buffer.alloc(4);
+  private readonly rec = Buffer.alloc(CHILD_SIZE);
+  private lastConnections = -1;
+  private lastAccepting: boolean | undefined;
+
+  private constructor(private readonly fd: number, private readonly threadLimit: number, readonly child: number) {}
+
+  /** The table the parent named in the environment (PLUME_SCOREBOARD, PLUME_CHILD_SLOT);
+   *  null without one, or when it cannot be opened for writing. */
+  static fromEnv(): WorkerLoad | null {
+    const file = process.env['PLUME_SCOREBOARD'];
+    const slot = Number(process.env['PLUME_CHILD_SLOT']);
+    if (file === undefined || file === '' || !Number.isInteger(slot) || slot < 0) return null;
+    let fd: number;
+    try { fd = fs.openSync(file, 'r+'); } catch { return null; }
+    const head = Buffer.alloc(HEADER_SIZE);
+    try {
+      fs.readSync(fd, head, 0, HEADER_SIZE, 0);
+    } catch {
+      fs.closeSync(fd);
+      return null;
+    }
+    if (head.readUInt32LE(H_MAGIC) !== MAGIC || head.readUInt32LE(H_VERSION) !== VERSION || slot >= head.readUInt32LE(H_SERVER_LIMIT)) {
+      fs.closeSync(fd);
+      return null;
+    }
+    return new WorkerLoad(fd, head.readUInt32LE(H_THREAD_LIMIT), slot);
+  }
+
+  /** Writes this worker's figures where they changed. */
+  publish(connections: number, accepting: boolean): void {
+    const at = childOffset(this.threadLimit, this.child);
+    try {
+      if (connections !== this.lastConnections) {
+        this.out.writeUInt32LE(connections, 0);
+        fs.writeSync(this.fd, this.out, 0, 4, at + C_W_CONNECTIONS);
+        this.lastConnections = connections;
+      }
+      if (accepting !== this.lastAccepting) {
+        this.out.writeUInt8(accepting ? 0 : 1, 0);
+        fs.writeSync(this.fd, this.out, 0, 1, at + C_W_NOT_ACCEPTING);
+        this.lastAccepting = accepting;
+      }
+    } catch { /* the table is gone (the parent stopped): nothing to balance */ }
+  }
+
+  /** The other running workers: how many, their open connections, how many accept. */
+  others(): { workers: number; connections: number; accepting: number } {
+    const r = { workers: 0, connections: 0, accepting: 0 };
+    try {
+      fs.readSync(this.fd, this.head, 0, 4, H_CHILDREN);
+      const children = this.head.readUInt32LE(0);
+      const ready = CHILD_STATES.indexOf('ready');
+      for (let i = 0; i < children; i++) {
+        if (i === this.child) continue;
+        const rec = this.rec;
+        if (fs.readSync(this.fd, rec, 0, CHILD_SIZE, childOffset(this.threadLimit, i)) < CHILD_SIZE) continue;
+        if (rec.readUInt8(C_STATE) !== ready || rec.readUInt32LE(C_PID) === 0) continue;
+        if (rec.readUInt8(C_W_QUIESCING) === 1) continue;
+        r.workers++;
+        r.connections += rec.readUInt32LE(C_W_CONNECTIONS);
+        if (rec.readUInt8(C_W_NOT_ACCEPTING) === 0) r.accepting++;
+      }
+    } catch { /* as none */ }
+    return r;
+  }
+
+  close(): void {
+    try { fs.closeSync(this.fd); } catch { /* closed */ }
+  }
+}
+
 export let scoreboard: WorkerScoreboard | null = null;
 
 /** In-process tables (-X), one per configuration file, kept across reloads. */

@@ -17,7 +17,7 @@ import { openErrorLogs } from '../server/main-server.js';
 import { dropPrivileges } from '../modules/arch/unix/mod_unixd.js';
 import { processModel, type ProcessModel } from './process-model.js';
 import { ConfigSnapshot, type SnapshotEntries } from './config-snapshot.js';
-import { scoreboard } from './scoreboard.js';
+import { scoreboard, WorkerLoad } from './scoreboard.js';
 import { startIdleGc } from './idle-gc.js';
 import { acceptSharedReads } from '../server/http/accept.js';
 import type { Transport } from '../server/http/tcp-stream.js';
@@ -69,6 +69,24 @@ class QuietSink implements LogSink {
 const LISTEN_COPIES = 16;
 
 /**
+ * Keeping the workers' shares of the connections even. A burst of new connections (a client
+ * opening its keep-alive connections at once) wakes every worker, and the one that gets a CPU
+ * first could take them all, one per listening copy and loop turn, before another ran: with
+ * two workers splits of 50/0 and 49/1 were measured, one worker then serving the whole load
+ * for the connections' lifetime while the other idled. A worker with at least BALANCE_MIN
+ * connections that holds more than its fair part of all the workers' connections, plus half
+ * of that (at least BALANCE_MIN), stops accepting while another worker accepts (at most once
+ * every BALANCE_EVERY_MS), and starts again once it is back within that margin. The workers'
+ * counts are in the scoreboard's child records (WorkerLoad), written once per event-loop turn
+ * and read at most every BALANCE_READ_MS.
+ */
+const BALANCE_MIN = 8;
+const BALANCE_READ_MS = 2;
+/** At most one stop for balance per this many ms: one-request connections come and go too
+ *  fast for their counts to say anything, and each stop hands the listening copies back. */
+const BALANCE_EVERY_MS = 1000;
+
+/**
  * Accepts connections while this worker is below its share, and stops (closing its copies of
  * the listening sockets, so that the kernel queues further connections for the other workers)
  * when at it. A worker that stops asks the parent at once for fresh copies to listen on again.
@@ -89,13 +107,55 @@ class AcceptGate {
   /** The connections being served, with their sockets. */
   readonly conns = new Map<HttpConnection, Transport>();
   private accepted = 0;
+  /** The scoreboard's view of the other workers (null with one worker, or without the table). */
+  private readonly load: WorkerLoad | null;
+  private loadDirty = false;
+  private othersAt = -Infinity;
+  /** When this worker last stopped accepting for balance. */
+  private balancedAt = -Infinity;
+  private othersSeen = { workers: 0, connections: 0, accepting: 0 };
 
   constructor(
     private readonly model: ProcessModel,
     private readonly rt: Runtime,
     private readonly onRetire: (replace: boolean) => void,
     private readonly onEmpty: () => void,
-  ) {}
+  ) {
+    this.load = model.workers > 1 ? WorkerLoad.fromEnv() : null;
+    this.load?.publish(0, false);
+  }
+
+  /** This worker's connections and accepting, into the table at the end of the turn. */
+  private loadChanged(): void {
+    if (this.load === null || this.loadDirty) return;
+    this.loadDirty = true;
+    setImmediate(this.publishLoad);
+  }
+  private readonly publishLoad = (): void => {
+    this.loadDirty = false;
+    this.load?.publish(this.conns.size, this.accepting);
+  };
+
+  /** More than this worker's fair part of all the workers' connections, while another accepts. */
+  private overShare(): boolean {
+    const load = this.load;
+    const mine = this.conns.size;
+    if (load === null || mine < BALANCE_MIN) return false;
+    const now = Date.now();
+    if (now - this.othersAt >= BALANCE_READ_MS) {
+      this.othersSeen = load.others();
+      this.othersAt = now;
+    }
+    const o = this.othersSeen;
+    if (o.accepting === 0) return false;
+    const fair = (mine + o.connections) / (o.workers + 1);
+    return mine > fair + Math.max(BALANCE_MIN, fair / 2);
+  }
+
+  /** Whether this worker should accept now. */
+  private canAccept(): boolean {
+    return !this.atCapacity() && !this.overShare();
+  }
 
   /** IPC from the parent: a batch of listening sockets starts, or one of them arrives. */
   receive(msg: ToWorker, handle: unknown): void {
@@ -111,7 +171,7 @@ class AcceptGate {
         else if (this.accepting && this.sets < LISTEN_COPIES) this.listenOn(set);
         else {
           this.spare.push(set);
-          if (!this.accepting && !this.atCapacity()) this.start();
+          if (!this.accepting && this.canAccept()) this.start();
         }
       }
     }
@@ -132,6 +192,7 @@ class AcceptGate {
     if (set === undefined) { this.requestHandles(); return; }
     this.accepting = true;
     scoreboard?.setAccepting(true);
+    this.loadChanged();
     this.stopPolling();
     this.listenOn(set);
     while (this.sets < LISTEN_COPIES && this.spare.length > 0) this.listenOn(this.spare.shift()!);
@@ -163,14 +224,16 @@ class AcceptGate {
   private stop(): void {
     this.accepting = false;
     scoreboard?.setAccepting(false);
+    this.loadChanged();
     for (const s of this.servers) s.close();
     this.servers = [];
     this.sets = 0;
     if (!this.retiring) {
       this.requestHandles();
-      // With the event MPM a connection going idle frees a share without closing: look again.
-      if (this.model.asyncFactor !== undefined && this.poll === null) {
-        this.poll = setInterval(() => { if (!this.accepting && !this.atCapacity()) this.start(); }, 20);
+      // With the event MPM a connection going idle frees a share without closing, and the
+      // other workers' connections change without this one's: look again.
+      if ((this.model.asyncFactor !== undefined || this.load !== null) && this.poll === null) {
+        this.poll = setInterval(() => { if (!this.accepting && this.canAccept()) this.start(); }, 20);
         this.poll.unref();
       }
     }
@@ -204,17 +267,23 @@ class AcceptGate {
     const conn = new HttpConnection(sock, this.rt);
     this.conns.set(conn, sock);
     sock.on('close', () => this.onClose(conn));
+    this.loadChanged();
     const mcpc = this.model.maxConnectionsPerChild;
     if (mcpc > 0 && ++this.accepted >= mcpc) this.retire(true);
     else if (this.retiring) conn.closeGracefully();
     else if (this.accepting && this.conns.size >= this.model.share && this.atCapacity()) this.stop();
+    else if (this.accepting && this.overShare() && Date.now() - this.balancedAt >= BALANCE_EVERY_MS) {
+      this.balancedAt = Date.now();
+      this.stop();
+    }
   }
 
   private onClose(conn: HttpConnection): void {
     this.conns.delete(conn);
+    this.loadChanged();
     if (this.retiring) {
       if (this.conns.size === 0) this.onEmpty();
-    } else if (!this.accepting && !this.atCapacity()) {
+    } else if (!this.accepting && this.canAccept()) {
       this.start();
     }
   }

@@ -1,6 +1,7 @@
 // The process model with real processes: a parent and its workers (bin/plume without -X),
 // MaxConnectionsPerChild retiring workers under load without a failed request, MaxRequestWorkers
-// keeping a further client waiting in the listen queue, -X serving from one process, the
+// keeping a further client waiting in the listen queue, a burst of connections shared between
+// the workers, -X serving from one process, the
 // benchmark's worker-mode command line, and (as root) workers running as User/Group.
 
 import { test } from 'node:test';
@@ -8,8 +9,8 @@ import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { spawn } from 'node:child_process';
 import {
-  makeSite, startPlume, load, accessLog, getOnce, isComplete, sleep, waitFor, workersOf, childrenOf, uidOf, alive,
-  PLUME, ROOT, type Running,
+  makeSite, startPlume, load, accessLog, getOnce, isComplete, sleep, waitFor, workersOf, childrenOf, uidOf, alive, KeepAliveClient,
+  PLUME, ROOT, type Running, type Response,
 } from './process-lib.js';
 
 test('MaxConnectionsPerChild retires and replaces workers under load; every request is answered whole', { timeout: 90000 }, async () => {
@@ -157,6 +158,49 @@ test('as root the parent keeps root and the workers run as User', { skip: !ROOT 
     assert.equal(uidOf(srv.pid), 0);
     assert.ok(isComplete(await getOnce(site.port), site.body));
   } finally {
+    await srv?.stop();
+    site.remove();
+  }
+});
+
+test('a burst of keep-alive connections is shared between the workers, not taken by the first awake', { timeout: 60000 }, async () => {
+  const site = await makeSite('balance', ['StartServers 2']);
+  let srv: Running | undefined;
+  const clients: KeepAliveClient[] = [];
+  try {
+    srv = await startPlume(site, { workers: 2 });
+    await waitFor('the startup check in the access log', () => accessLog(site.accessLog).lines.length > 0, 5000);
+    await sleep(300);
+    const before = accessLog(site.accessLog).lines.length;
+    // 40 connections wait in the listen queue, each with its first request sent, while the
+    // workers are stopped; the first resumes 100 ms before the second (as when one worker
+    // gets a CPU first): alone, it could take all 40.
+    const workers = srv.workers();
+    for (const pid of workers) process.kill(pid, 'SIGSTOP');
+    let pending: Promise<Response[]>;
+    try {
+      for (let i = 0; i < 40; i++) clients.push(new KeepAliveClient(site.port));
+      pending = Promise.all(clients.map((c) => c.get()));
+      await sleep(500);
+      process.kill(workers[0]!, 'SIGCONT');
+      await sleep(100);
+    } finally {
+      for (const pid of workers) process.kill(pid, 'SIGCONT');
+    }
+    const answers = await pending;
+    assert.ok(answers.every((r) => isComplete(r, site.body)));
+    await waitFor('40 lines in the access log', () => accessLog(site.accessLog).lines.length >= before + 40, 5000);
+    const perWorker = new Map<number, number>();
+    for (const l of accessLog(site.accessLog).lines.slice(before)) {
+      const pid = Number(l.slice(l.lastIndexOf(' ') + 1));
+      perWorker.set(pid, (perWorker.get(pid) ?? 0) + 1);
+    }
+    const counts = [...perWorker.values()];
+    // Fair is 20 each; a worker stops accepting above 20 + 10 (worker.ts, BALANCE_*).
+    assert.equal(counts.length, 2, `connections per worker: ${counts.join('/')}`);
+    assert.ok(Math.min(...counts) >= 8, `connections per worker: ${counts.join('/')}`);
+  } finally {
+    for (const c of clients) c.drop();
     await srv?.stop();
     site.remove();
   }
