@@ -1,8 +1,8 @@
 // The process model with real processes: a parent and its workers (bin/plume without -X),
 // MaxConnectionsPerChild retiring workers under load without a failed request, MaxRequestWorkers
 // keeping a further client waiting in the listen queue, a burst of connections shared between
-// the workers, -X serving from one process, the
-// benchmark's worker-mode command line, and (as root) workers running as User/Group.
+// the workers, -X serving from one process, the benchmark's worker-mode command line, and (as
+// root) workers running as User/Group.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
