@@ -50,8 +50,8 @@ export interface TcpHandle {
   shutdown(req: ShutdownReq): number;
   close(callback: () => void): void;
   setNoDelay(on: boolean): number;
-  getpeername(out: { address?: string; port?: number; family?: string }): number;
-  getsockname(out: { address?: string; port?: number; family?: string }): number;
+  getpeername(out: AddressOut): number;
+  getsockname(out: AddressOut): number;
 }
 
 function loadStreamWrap(): StreamWrapBinding | null {
@@ -87,6 +87,15 @@ type Listener = (arg?: never) => void;
 interface ServerCount {
   _connections: number;
   _emitCloseIfDrained?: () => void;
+}
+
+type AddressOut = { address?: string; port?: number; family?: string };
+
+/** An end's address as getpeername/getsockname report it; null when it cannot be had. */
+function askAddress(ask: (out: AddressOut) => number): Address | null {
+  const out: AddressOut = {};
+  if (ask(out) !== 0 || out.address === undefined) return null;
+  return { address: out.address, family: out.family ?? '', port: out.port ?? 0 };
 }
 
 export interface Address {
@@ -141,21 +150,11 @@ export class TcpStream {
 
   // ---- addresses -------------------------------------------------------------------------
   private peerAddress(): Address | null {
-    if (this.peer === null && !this.destroyed) {
-      const out: { address?: string; port?: number; family?: string } = {};
-      if (this.handle.getpeername(out) === 0 && out.address !== undefined) {
-        this.peer = { address: out.address, family: out.family ?? '', port: out.port ?? 0 };
-      }
-    }
+    if (this.peer === null && !this.destroyed) this.peer = askAddress((out) => this.handle.getpeername(out));
     return this.peer;
   }
   private localAddr(): Address | null {
-    if (this.local === null && !this.destroyed) {
-      const out: { address?: string; port?: number; family?: string } = {};
-      if (this.handle.getsockname(out) === 0 && out.address !== undefined) {
-        this.local = { address: out.address, family: out.family ?? '', port: out.port ?? 0 };
-      }
-    }
+    if (this.local === null && !this.destroyed) this.local = askAddress((out) => this.handle.getsockname(out));
     return this.local;
   }
   get remoteAddress(): string | undefined { return this.peerAddress()?.address; }
