@@ -387,6 +387,10 @@ export class WorkerScoreboard {
   private keepAliveConns = 0;
   private closingConns = 0;
   private connStatsAt = -Infinity;
+  /** A status request recounted them during this event-loop turn (they are then as current
+   *  as the other workers' regions read in the same turn). */
+  private connStatsFresh = false;
+  private readonly connStatsStale = (): void => { this.connStatsFresh = false; };
   private quiescing = false;
   private readBuf: Buffer | undefined;
   /** `readBuf` holds the table as read during this event-loop turn (other workers' regions
@@ -666,7 +670,10 @@ export class WorkerScoreboard {
 
   private encodeProcess(b: Buffer, force: boolean): void {
     const now = performance.now();
-    if (force || now - this.connStatsAt >= CONN_STATS_MS) {
+    // A status request asks for current counts (force): once per event-loop turn, since
+    // counting walks every connection and a busy turn can serve hundreds of such requests.
+    if ((force && !this.connStatsFresh) || now - this.connStatsAt >= CONN_STATS_MS) {
+      if (force) { this.connStatsFresh = true; setImmediate(this.connStatsStale); }
       let keepAlive = 0;
       let closing = 0;
       for (const c of this.conns) {
@@ -701,13 +708,13 @@ export class WorkerScoreboard {
       this.readBuf = Buffer.alloc(size);
       this.imageFresh = false;
     }
-    if (!this.batched) return new ScoreboardImage(this.storage.read(this.readBuf));
+    if (!this.batched) return this.imageOf(this.storage.read(this.readBuf));
     // A file shared with other workers: read it once per event-loop turn (the other workers
     // publish their regions once per turn of theirs anyway); later requests of the same turn
     // see this worker's own region as it is now, copied from memory.
     if (this.imageFresh) {
       this.region.copy(this.readBuf, this.regionPos, 0, this.writtenEnd);
-      return new ScoreboardImage(this.readBuf);
+      return this.imageOf(this.readBuf);
     }
     // Only the child slots ever used (the header says how many; the rest stay zero): the
     // whole table can be megabytes.
@@ -722,7 +729,15 @@ export class WorkerScoreboard {
     this.region.copy(img, this.regionPos, 0, this.writtenEnd);
     this.imageFresh = true;
     setImmediate(this.staleBound);
-    return new ScoreboardImage(this.readBuf);
+    return this.imageOf(this.readBuf);
+  }
+
+  /** The decoded view of `buf`, kept while the read buffer stays the same (its header re-read). */
+  private image: ScoreboardImage | undefined;
+  private imageOf(buf: Buffer): ScoreboardImage {
+    if (this.image === undefined || !this.image.over(buf)) this.image = new ScoreboardImage(buf);
+    else this.image.reload();
+    return this.image;
   }
 
   detach(): void {
@@ -821,32 +836,48 @@ export interface Tally {
   threadGraceful: Uint32Array;
 }
 
-/** A decoded view of the table. */
+/** A decoded view of the table. A worker keeps one per read buffer and reloads its header
+ *  for each status request (reload()); tally() fills one Tally per image, so a tally is valid
+ *  until the image's next tally(). */
 export class ScoreboardImage {
-  readonly geometry: ScoreboardGeometry;
-  readonly configGeneration: number;
-  readonly mpmGeneration: number;
+  geometry!: ScoreboardGeometry;
+  configGeneration!: number;
+  mpmGeneration!: number;
   /** Microseconds since the epoch. */
-  readonly restartTime: number;
+  restartTime!: number;
   /** Typed views for the counters when the table is aligned (it is: a buffer of its own). */
   private readonly f64: Float64Array | null;
   private readonly u32: Uint32Array | null;
+  /** What tally() fills, kept for the next call while the geometry is the same. */
+  private sums: Tally | undefined;
   constructor(private readonly buf: Buffer) {
     const aligned = LITTLE_ENDIAN && buf.byteOffset % 8 === 0;
     this.f64 = aligned ? new Float64Array(buf.buffer, buf.byteOffset, buf.length >>> 3) : null;
     this.u32 = aligned ? new Uint32Array(buf.buffer, buf.byteOffset, buf.length >>> 2) : null;
-    this.geometry = {
-      serverLimit: buf.readUInt32LE(H_SERVER_LIMIT),
-      threadLimit: buf.readUInt32LE(H_THREAD_LIMIT),
-      threadsPerChild: buf.readUInt32LE(H_THREADS_PER_CHILD),
-      maxServers: buf.readUInt32LE(H_MAX_SERVERS),
-    };
+    this.reload();
+  }
+
+  /** Whether this is the view of `buf`. */
+  over(buf: Buffer): boolean { return this.buf === buf; }
+
+  /** Reads the header again (the buffer was read anew or changed in place). */
+  reload(): void {
+    const buf = this.buf;
+    const serverLimit = buf.readUInt32LE(H_SERVER_LIMIT);
+    const threadLimit = buf.readUInt32LE(H_THREAD_LIMIT);
+    const threadsPerChild = buf.readUInt32LE(H_THREADS_PER_CHILD);
+    const maxServers = buf.readUInt32LE(H_MAX_SERVERS);
+    const g = this.geometry as ScoreboardGeometry | undefined;
+    if (g === undefined || g.serverLimit !== serverLimit || g.threadLimit !== threadLimit ||
+        g.threadsPerChild !== threadsPerChild || g.maxServers !== maxServers) {
+      this.geometry = { serverLimit, threadLimit, threadsPerChild, maxServers };
+    }
     this.configGeneration = buf.readUInt32LE(H_CONFIG_GEN);
     this.mpmGeneration = buf.readUInt32LE(H_MPM_GEN);
     this.restartTime = buf.readDoubleLE(H_RESTART_TIME);
   }
 
-  process(i: number): ProcessView {
+  process(i: number, into?: ProcessView): ProcessView {
     const b = this.buf;
     const o = childOffset(this.geometry.threadLimit, i);
     const state = CHILD_STATES[b.readUInt8(o + C_STATE)] ?? 'unset';
@@ -855,18 +886,43 @@ export class ScoreboardImage {
     let generation = b.readUInt32LE(o + C_GENERATION);
     if (state === 'unset') { pid = workerPid; generation = b.readUInt32LE(o + C_W_GENERATION); }
     if (state === 'dead') pid = 0;
-    return {
-      pid,
-      generation,
-      quiescing: pid !== 0 && (state === 'graceful' || b.readUInt8(o + C_W_QUIESCING) === 1),
-      notAccepting: b.readUInt8(o + C_W_NOT_ACCEPTING) === 1,
-      starting: pid !== 0 && workerPid !== pid,
-      connections: b.readUInt32LE(o + C_W_CONNECTIONS),
-      keepAlive: b.readUInt32LE(o + C_W_KEEPALIVE),
-      closing: b.readUInt32LE(o + C_W_CLOSING),
-      writing: b.readUInt32LE(o + C_W_WRITING),
-      waitIo: b.readUInt32LE(o + C_W_WAITIO),
-    };
+    const v = into ?? newProcessView();
+    v.pid = pid;
+    v.generation = generation;
+    v.quiescing = pid !== 0 && (state === 'graceful' || b.readUInt8(o + C_W_QUIESCING) === 1);
+    v.notAccepting = b.readUInt8(o + C_W_NOT_ACCEPTING) === 1;
+    v.starting = pid !== 0 && workerPid !== pid;
+    v.connections = b.readUInt32LE(o + C_W_CONNECTIONS);
+    v.keepAlive = b.readUInt32LE(o + C_W_KEEPALIVE);
+    v.closing = b.readUInt32LE(o + C_W_CLOSING);
+    v.writing = b.readUInt32LE(o + C_W_WRITING);
+    v.waitIo = b.readUInt32LE(o + C_W_WAITIO);
+    return v;
+  }
+
+  /** The Tally to fill for this geometry, emptied. */
+  private emptySums(): Tally {
+    const { serverLimit, threadLimit } = this.geometry;
+    let t = this.sums;
+    if (t === undefined || t.rowUsed.length !== serverLimit || t.stat.length !== serverLimit * threadLimit) {
+      const processes: ProcessView[] = [];
+      for (let i = 0; i < serverLimit; i++) processes.push(newProcessView());
+      t = {
+        stat: new Uint8Array(serverLimit * threadLimit), rowUsed: new Uint8Array(serverLimit), rowSlots: new Uint32Array(serverLimit), processes,
+        ready: 0, busy: 0, graceful: 0, count: 0, kbcount: 0, duration: 0, utime: 0, stime: 0,
+        threadBusy: new Uint32Array(serverLimit), threadIdle: new Uint32Array(serverLimit), threadGraceful: new Uint32Array(serverLimit),
+      };
+      this.sums = t;
+      return t;
+    }
+    t.stat.fill(0);
+    t.rowUsed.fill(0);
+    t.rowSlots.fill(0);
+    t.threadBusy.fill(0);
+    t.threadIdle.fill(0);
+    t.threadGraceful.fill(0);
+    t.ready = t.busy = t.graceful = t.count = t.kbcount = t.duration = t.utime = t.stime = 0;
+    return t;
   }
 
   private slotOffset(i: number, j: number): number {
@@ -903,15 +959,10 @@ export class ScoreboardImage {
     const f64 = this.f64;
     const u32 = this.u32;
     const mpmGen = this.mpmGeneration;
-    const t: Tally = {
-      stat: new Uint8Array(serverLimit * threadLimit), rowUsed: new Uint8Array(serverLimit), rowSlots: new Uint32Array(serverLimit), processes: [],
-      ready: 0, busy: 0, graceful: 0, count: 0, kbcount: 0, duration: 0, utime: 0, stime: 0,
-      threadBusy: new Uint32Array(serverLimit), threadIdle: new Uint32Array(serverLimit), threadGraceful: new Uint32Array(serverLimit),
-    };
+    const t = this.emptySums();
     let bcount = 0;
     for (let i = 0; i < serverLimit; i++) {
-      const ps = this.process(i);
-      t.processes.push(ps);
+      const ps = this.process(i, t.processes[i]);
       const base = childOffset(threadLimit, i) + CHILD_SIZE;
       let procTu = 0;
       let procTs = 0;
@@ -991,6 +1042,13 @@ export class ScoreboardImage {
   request(i: number, j: number): string { return getString(this.buf, this.slotOffset(i, j) + S_REQUEST, REQUEST_LEN); }
   vhost(i: number, j: number): string { return getString(this.buf, this.slotOffset(i, j) + S_VHOST, VHOST_LEN); }
   protocol(i: number, j: number): string { return getString(this.buf, this.slotOffset(i, j) + S_PROTOCOL, PROTOCOL_LEN); }
+}
+
+function newProcessView(): ProcessView {
+  return {
+    pid: 0, generation: 0, quiescing: false, notAccepting: false, starting: false,
+    connections: 0, keepAlive: 0, closing: 0, writing: 0, waitIo: 0,
+  };
 }
 
 export function newSlotView(): SlotView {

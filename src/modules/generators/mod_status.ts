@@ -57,11 +57,16 @@ function modf(x: number): number {
 }
 
 /** apr_cvt's digit buffer, reused (one conversion at a time). */
-const cvtBuf = Buffer.alloc(NDIG + 1);
+const cvtBuf = new Uint8Array(NDIG + 1);
+/** What aprCvt leaves: the digits in cvtBuf[0, cvtLen), the decimal point's position, the sign. */
+let cvtLen = 0;
+let cvtDecpt = 0;
+let cvtNegative = false;
 
 /** apr_cvt: `ndigits` digits (eflag) or digits to `ndigits` places after the point (!eflag),
- *  the decimal point position and the sign, with V7's rounding. */
-function aprCvt(value: number, ndigits: number, eflag: boolean): { digits: string; decpt: number; negative: boolean } {
+ *  the decimal point position and the sign, with V7's rounding. No object or string: status
+ *  pages format numbers per request. */
+function aprCvt(value: number, ndigits: number, eflag: boolean): void {
   if (ndigits >= NDIG - 1) ndigits = NDIG - 2;
   const buf = cvtBuf.fill(0);
   let arg = value;
@@ -69,6 +74,7 @@ function aprCvt(value: number, ndigits: number, eflag: boolean): { digits: strin
   let negative = false;
   let p = 0;
   if (arg < 0) { negative = true; arg = -arg; }
+  cvtNegative = negative;
   arg = modf(arg);
   let fi = modfInt;
   let p1 = NDIG;
@@ -86,13 +92,13 @@ function aprCvt(value: number, ndigits: number, eflag: boolean): { digits: strin
   }
   p1 = ndigits;
   if (!eflag) p1 += r2;
-  if (p1 < 0) return { digits: '', decpt: -ndigits, negative };
+  if (p1 < 0) { cvtLen = 0; cvtDecpt = -ndigits; return; }
   let decpt = r2;
   while (p <= p1 && p < NDIG) {
     arg = modf(arg * 10);
     buf[p++] = Math.trunc(modfInt) + 48;
   }
-  if (p1 >= NDIG) return { digits: buf.toString('latin1', 0, NDIG - 1), decpt, negative };
+  if (p1 >= NDIG) { cvtLen = NDIG - 1; cvtDecpt = decpt; return; }
   p = p1;
   buf[p1] = buf[p1]! + 5;
   while (buf[p1]! > 57) {
@@ -108,64 +114,78 @@ function aprCvt(value: number, ndigits: number, eflag: boolean): { digits: strin
   }
   let end = 0;
   while (end < p && buf[end] !== 0) end++;
-  return { digits: buf.toString('latin1', 0, end), decpt, negative };
+  cvtLen = end;
+  cvtDecpt = decpt;
 }
+
+/** Digit i of the last conversion; 0 (C's NUL) past its end. */
+function digitAt(i: number): number { return i < cvtLen ? cvtBuf[i]! : 0; }
+
+/** Where aprG and aprF put their text together (at most about NDIG + 10 characters). */
+const fmtBuf = Buffer.alloc(4 * NDIG);
 
 /** printf's %g (precision 6 by default) as apr_vformatter does it. */
 export function aprG(value: number, precision = 6): string {
   let ndigit = precision === 0 ? 1 : precision;
-  const { digits, decpt: d0, negative } = aprCvt(value, ndigit, true);
-  let decpt = d0;
-  const at = (i: number): string => digits[i] ?? '\0';
-  let out = negative ? '-' : '';
-  for (let i = ndigit - 1; i > 0 && at(i) === '0'; i--) ndigit--;
+  aprCvt(value, ndigit, true);
+  let decpt = cvtDecpt;
+  const o = fmtBuf;
+  let n = 0;
+  if (cvtNegative) o[n++] = 0x2d;
+  for (let i = ndigit - 1; i > 0 && digitAt(i) === 0x30; i--) ndigit--;
   if ((decpt >= 0 && decpt - ndigit > 4) || (decpt < 0 && decpt < -3)) {
     decpt--;
-    out += at(0) + '.';
-    for (let i = 1; i < ndigit; i++) out += at(i);
-    out += 'e';
-    if (decpt < 0) { decpt = -decpt; out += '-'; } else out += '+';
-    if (Math.trunc(decpt / 100) > 0) out += String(Math.trunc(decpt / 100));
-    if (Math.trunc(decpt / 10) > 0) out += String(Math.trunc((decpt % 100) / 10));
-    out += String(decpt % 10);
+    o[n++] = digitAt(0);
+    o[n++] = 0x2e;
+    for (let i = 1; i < ndigit; i++) o[n++] = digitAt(i);
+    o[n++] = 0x65;
+    if (decpt < 0) { decpt = -decpt; o[n++] = 0x2d; } else o[n++] = 0x2b;
+    if (Math.trunc(decpt / 100) > 0) n += o.write(String(Math.trunc(decpt / 100)), n, 'latin1');
+    if (Math.trunc(decpt / 10) > 0) n += o.write(String(Math.trunc((decpt % 100) / 10)), n, 'latin1');
+    o[n++] = 0x30 + (decpt % 10);
   } else {
     if (decpt <= 0) {
-      if (at(0) !== '0') out += '.';
-      while (decpt < 0) { decpt++; out += '0'; }
+      if (digitAt(0) !== 0x30) o[n++] = 0x2e;
+      while (decpt < 0) { decpt++; o[n++] = 0x30; }
     }
     for (let i = 1; i <= ndigit; i++) {
-      out += at(i - 1);
-      if (i === decpt) out += '.';
+      o[n++] = digitAt(i - 1);
+      if (i === decpt) o[n++] = 0x2e;
     }
     if (ndigit < decpt) {
-      while (ndigit++ < decpt) out += '0';
-      out += '.';
+      while (ndigit++ < decpt) o[n++] = 0x30;
+      o[n++] = 0x2e;
     }
   }
-  if (out.endsWith('.')) out = out.slice(0, -1);
-  return out.replace(/\0/g, '');
+  // A trailing point goes (before the NULs of a short conversion are dropped, as in C).
+  if (n > 0 && o[n - 1] === 0x2e) n--;
+  let k = 0;
+  for (let i = 0; i < n; i++) if (o[i] !== 0) o[k++] = o[i]!;
+  return o.toString('latin1', 0, k);
 }
 
 /** printf's %.Nf as apr_vformatter does it (conv_fp). */
 export function aprF(value: number, precision: number): string {
   if (Number.isNaN(value)) return 'nan';
   if (!Number.isFinite(value)) return 'inf';
-  const { digits, decpt: d0, negative } = aprCvt(value, precision, false);
-  let decpt = d0;
-  let s = '';
+  aprCvt(value, precision, false);
+  let decpt = cvtDecpt;
+  const o = fmtBuf;
+  let n = 0;
+  if (cvtNegative) o[n++] = 0x2d;
   let p = 0;
   if (decpt <= 0) {
-    s += '0';
+    o[n++] = 0x30;
     if (precision > 0) {
-      s += '.';
-      while (decpt++ < 0) s += '0';
+      o[n++] = 0x2e;
+      while (decpt++ < 0) o[n++] = 0x30;
     }
   } else {
-    while (decpt-- > 0) s += digits[p++] ?? '';
-    if (precision > 0) s += '.';
+    while (decpt-- > 0) { if (p < cvtLen) o[n++] = cvtBuf[p]!; p++; }
+    if (precision > 0) o[n++] = 0x2e;
   }
-  s += digits.slice(p);
-  return (negative ? '-' : '') + s;
+  for (; p < cvtLen; p++) o[n++] = cvtBuf[p]!;
+  return o.toString('latin1', 0, n);
 }
 
 /** format_byte_out. */
@@ -256,26 +276,25 @@ export function htmlRates(count: number, kbcount: number, durationMs: number, up
 
 /** ap_rputs into the response: passed down in bucket-sized pieces. */
 class Out {
-  private buf: string[] = [];
-  private len = 0;
-  private readonly pieces: string[] = [];
+  /** The piece being gathered (a rope: V8 concatenates without copying until it is read). */
+  private text = '';
+  private readonly pieces: Buffer[] = [];
   put(s: string): void {
-    if (this.len + s.length > BUCKET_SIZE && this.len > 0) this.cut();
-    this.buf.push(s);
-    this.len += s.length;
+    if (this.text.length + s.length > BUCKET_SIZE && this.text.length > 0) this.cut();
+    this.text += s;
   }
   private cut(): void {
-    this.pieces.push(this.buf.join(''));
-    this.buf = [];
-    this.len = 0;
+    // latin1: each character's low byte, as httpd's page bytes are.
+    this.pieces.push(Buffer.from(this.text, 'latin1'));
+    this.text = '';
   }
   /** Sends the pieces; synchronous while the connection takes them at once. */
   end(r: Request, from = 0): MaybePromise<void> {
-    if (this.len > 0) this.cut();
+    if (this.text.length > 0) this.cut();
     const n = this.pieces.length;
     if (n === 0) return r.write([EOS]);
     for (let i = from; i < n; i++) {
-      const bb: Bucket[] = [{ kind: 'data', data: Buffer.from(this.pieces[i]!, 'latin1') }];
+      const bb: Bucket[] = [{ kind: 'data', data: this.pieces[i]! }];
       if (i === n - 1) bb.push(EOS);
       const w = r.write(bb);
       if (w instanceof Promise) return w.then(() => this.end(r, i + 1));
