@@ -20,6 +20,7 @@ import { escapeLogItem, strftime } from '../../server/log/error-log-format.js';
 import { escapeHtml } from '../../server/http/response.js';
 import { getServerName } from '../../server/core/server-name.js';
 import { BUILT, serverBanner } from '../../server/version.js';
+import { kept } from '../../server/kept-shapes.js';
 import {
   scoreboard, attachScoreboardFromEnv, attachInProcess, detachScoreboard, newSlotView,
   type ScoreboardImage,
@@ -414,6 +415,7 @@ function serveStatus(r: Request): MaybePromise<number> {
   // A HEAD request gets the page too (its length, when it comes in one piece): the HTTP
   // filters drop the body, as httpd's do.
   const out = new Out();
+  kept.page = out;
   renderStatus(out, r, sb.snapshot(), sb.extended, opts, nowMicros());
   const sent = out.end(r);
   return sent instanceof Promise ? sent.then(() => OK) : OK;

@@ -4,7 +4,8 @@
 // framing, Host and Expect, request bodies (Content-Length or chunked, LimitRequestBody,
 // 100 Continue), timeouts, pipelining, keep-alive and a lingering close.
 
-import { noteRead } from '../request/stat-cache.js';
+import { noteRead, readDone } from '../request/stat-cache.js';
+import { kept } from '../kept-shapes.js';
 import type { Transport } from './tcp-stream.js';
 import { streamFileRange } from './file-cache.js';
 import type { Runtime } from '../runtime.js';
@@ -205,7 +206,7 @@ export class HttpConnection implements ConnRec, Wire {
     if (!readShared(socket, reader)) socket.on('data', reader);
     socket.on('end', () => this.onEnd());
     socket.on('error', () => { this.aborted = true; });
-    socket.on('close', () => { this.closed = true; this.aborted = true; this.dropTimer(); this.bodyWaiter?.(); this.drainWaiters(); scoreboard?.connClosed(this); });
+    socket.on('close', () => { this.closed = true; this.aborted = true; this.dropTimer(); this.bodyWaiter?.(); this.drainWaiters(); scoreboard?.connClosed(this); kept.connection = this; });
     socket.on('drain', () => this.drainWaiters());
     scoreboard?.connOpened(this);
     const rtp = rt.ctx.provider('read_timeout', 'reqtimeout');
@@ -406,6 +407,10 @@ export class HttpConnection implements ConnRec, Wire {
   // ---- reading requests -----------------------------------------------------------------
   private onData(d: Buffer): void {
     noteRead();
+    try { this.received(d); } finally { readDone(); }
+  }
+
+  private received(d: Buffer): void {
     if (this.ending) return;
     if (this.rtStage === RT_HEADER) {
       // Out of time when the data comes: httpd does not read it. Whole lines count before
@@ -845,6 +850,7 @@ export class HttpConnection implements ConnRec, Wire {
 
   /** The response is out: the body nobody read is discarded, then the request is logged. */
   private served(r: Request): MaybePromise<void> {
+    kept.request = r;
     // An HTTP/0.9 response ends with the connection.
     if (r.assbackwards) this.keepAlive = false;
     // Whatever of the body the handler did not read is discarded before the next request.

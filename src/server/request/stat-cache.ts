@@ -17,12 +17,12 @@
 
 import * as fs from 'node:fs';
 import { fsPath } from './walk.js';
+import { kept } from '../kept-shapes.js';
 
 let turn = 0;
 let reading = false;
 let bumping = false;
 
-const endRead = (): void => { reading = false; };
 const nextTurn = (): void => {
   bumping = false;
   turn++;
@@ -31,12 +31,16 @@ const nextTurn = (): void => {
   stats.clear();
 };
 
-/** A socket read is being handled (the connection calls this first thing): answers taken until
- *  the read's synchronous work is done are kept for this turn's requests. */
+/** A socket read is being handled (the connection calls this first thing, and readDone() when
+ *  the read's synchronous work is done): answers taken in between are kept for this turn's
+ *  requests. Work the read left to promises runs after readDone(), as later reads' would. */
 export function noteRead(): void {
   reading = true;
-  queueMicrotask(endRead);
   if (!bumping) { bumping = true; setImmediate(nextTurn); }
+}
+
+export function readDone(): void {
+  reading = false;
 }
 
 /** The turn now: a request records it when it is read (Request.readSeq). */
@@ -59,6 +63,7 @@ function cached(map: Map<string, Answer>, p: string, since: number, follow: bool
   const path = fsPath(p);
   const st = follow ? fs.statSync(path, { throwIfNoEntry: false }) : fs.lstatSync(path, { throwIfNoEntry: false });
   if (reading) map.set(p, { at: turn, st });
+  if (st !== undefined) kept.stats = st;
   return st;
 }
 
