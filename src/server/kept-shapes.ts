@@ -26,6 +26,10 @@ export interface KeptShapes {
   stats: object | null;
   /** The last response body piece a generator put together (mod_status's page). */
   page: object | null;
+  /** The last write request a connection's stream made (its fields are set after creation). */
+  write: object | null;
+  /** The last setImmediate() of the stat() cache's turn count (Node adds fields to each). */
+  immediate: object | null;
 }
 
-export const kept: KeptShapes = { connection: null, request: null, stats: null, page: null };
+export const kept: KeptShapes = { connection: null, request: null, stats: null, page: null, write: null, immediate: null };

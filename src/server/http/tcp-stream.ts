@@ -15,6 +15,7 @@
 // net.Sockets and everything works as before (streamWrap is null).
 
 import type * as net from 'node:net';
+import { kept } from '../kept-shapes.js';
 
 /** Node's request objects for a write and a shutdown, and the state the C++ side reports. */
 interface WriteReq {
@@ -256,6 +257,7 @@ export class TcpStream {
     req.oncomplete = (status) => this.afterWrite(status);
     req.async = false;
     req.buffer = null;
+    kept.write = req;
     let err: number;
     if (typeof data !== 'string') err = this.handle.writeBuffer(req, data);
     else if (encoding === 'latin1' || encoding === 'binary') err = this.handle.writeLatin1String(req, data);

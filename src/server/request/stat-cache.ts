@@ -36,7 +36,7 @@ const nextTurn = (): void => {
  *  requests. Work the read left to promises runs after readDone(), as later reads' would. */
 export function noteRead(): void {
   reading = true;
-  if (!bumping) { bumping = true; setImmediate(nextTurn); }
+  if (!bumping) { bumping = true; kept.immediate = setImmediate(nextTurn); }
 }
 
 export function readDone(): void {
