@@ -130,7 +130,6 @@ declare module '../module.js' {
 
 let nextConnId = 0;
 
-
 /** The connections with a response waiting for the end of this event-loop turn.
  *
  * A response that is complete when its request has been handled (head and small body, held
@@ -272,7 +271,7 @@ export class HttpConnection implements ConnRec, Wire {
       }
       this.release();
     }
-    if (this.turnOut !== null) this.flushTurn();
+    this.flushTurn();
     return typeof data === 'string' ? this.socket.write(data, encoding) : this.socket.write(data);
   }
   /** Writes collected while corked, and their total length. */
@@ -319,11 +318,11 @@ export class HttpConnection implements ConnRec, Wire {
     if (this.corked > 0) {
       // A write too big to hold: what was held goes first, at once.
       this.flushTurn();
-      if (typeof out === 'string') this.socket.write(out, 'latin1'); else this.socket.write(out);
+      this.send(out);
       return;
     }
     // The end of a response's head and small body: sent with the turn's other responses.
-    if (this.turnOut !== null) this.flushTurn();
+    this.flushTurn();
     this.turnOut = out;
     turnOutput.push(this);
     if (turnOutput.length === 1) setImmediate(flushTurnOutput);
@@ -336,7 +335,9 @@ export class HttpConnection implements ConnRec, Wire {
     const out = this.turnOut;
     if (out === null) return;
     this.turnOut = null;
-    if (this.destroyed) return;
+    if (!this.destroyed) this.send(out);
+  }
+  private send(out: Buffer | string): void {
     if (typeof out === 'string') this.socket.write(out, 'latin1'); else this.socket.write(out);
   }
 
