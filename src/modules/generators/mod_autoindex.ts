@@ -25,7 +25,7 @@ import { EOS, type Bucket } from '../../server/filters.js';
 import { toHttpDate } from '../../server/log/time.js';
 import { makeEtag, etagBitsFor } from '../../server/http/etag.js';
 import { DIR_MAGIC_TYPE, escapePath } from '../mappers/mod_dir.js';
-import { fsPath } from '../../server/request/walk.js';
+import { fsPath } from '../../server/request/stat-cache.js';
 
 // ---- options ------------------------------------------------------------------------------
 export const NO_OPTIONS = 1 << 0;

@@ -11,7 +11,7 @@
 
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
-import { fsPath } from '../request/walk.js';
+import { fsPath } from '../request/stat-cache.js';
 import type { BigIntStats, Stats } from 'node:fs';
 import type { Request } from '../request/request.js';
 import { APLOG_ERR } from '../log/levels.js';

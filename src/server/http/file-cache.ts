@@ -6,7 +6,7 @@
 // mean here. The routes were chosen by measurement (docs/benchmarks.md, "EnableSendfile and EnableMMAP").
 
 import * as fs from 'node:fs';
-import { fsPath } from '../request/walk.js';
+import { fsPath } from '../request/stat-cache.js';
 
 /** Largest file whose bytes EnableMMAP On keeps in memory; all of them together, per process. */
 const MAX_FILE = 256 * 1024;

@@ -1,14 +1,13 @@
 // .htaccess files: parsed once per (file, allowed overrides) and revalidated by stat on
 // every use, so an edit is seen on the next request without re-reading unchanged files.
 
-import { statSince } from './stat-cache.js';
+import { statSince, fsPath } from './stat-cache.js';
 import * as fs from 'node:fs';
 import type { Runtime } from '../runtime.js';
 import type { Request } from './request.js';
 import { parseConfig } from '../config/tree.js';
 import { expandNodes, walkNodes, dirConfigOf } from '../config/build.js';
 import { ConfigError } from '../config/errors.js';
-import { fsPath } from './walk.js';
 
 export type HtaccessResult =
   | { kind: 'none' }

@@ -16,7 +16,6 @@
 // then a request begun in that short window could see an answer taken at the phase's start.)
 
 import * as fs from 'node:fs';
-import { fsPath } from './walk.js';
 import { kept } from '../kept-shapes.js';
 
 let turn = 0;
@@ -27,8 +26,7 @@ const nextTurn = (): void => {
   bumping = false;
   turn++;
   // Older answers may still serve the requests of earlier turns; the maps only bound memory.
-  lstats.clear();
-  stats.clear();
+  for (const m of turnMaps) m.clear();
 };
 
 /** A socket read is being handled (the connection calls this first thing, and readDone() when
@@ -43,6 +41,12 @@ export function readDone(): void {
   reading = false;
 }
 
+/** Whether answers taken now are kept for this turn's requests (a socket read is being
+ *  handled): what is derived from them may be kept by the same rule (turnMap). */
+export function answersKept(): boolean {
+  return reading;
+}
+
 /** The turn now: a request records it when it is read (Request.readSeq). */
 export function readCount(): number {
   return turn;
@@ -53,8 +57,20 @@ interface Answer {
   readonly st: fs.Stats | undefined;
 }
 
-const lstats = new Map<string, Answer>();
-const stats = new Map<string, Answer>();
+/** Maps emptied when the turn count goes up. */
+const turnMaps: Map<unknown, unknown>[] = [];
+
+/** A map emptied at each new turn, for what is derived from one turn's answers: an entry made
+ *  while answersKept(), from answers for a request read in turn `at`, may serve the requests
+ *  read in turn `at` or before, as the answers themselves may. */
+export function turnMap<K, V>(): Map<K, V> {
+  const m = new Map<K, V>();
+  turnMaps.push(m as Map<unknown, unknown>);
+  return m;
+}
+
+const lstats = turnMap<string, Answer>();
+const stats = turnMap<string, Answer>();
 
 function cached(map: Map<string, Answer>, p: string, since: number, follow: boolean): fs.Stats | undefined {
   const a = map.get(p);
@@ -75,4 +91,9 @@ export function lstatSince(p: string, since: number): fs.Stats | undefined {
 /** stat(p) (undefined when missing), reusing an answer taken in turn `since` or later. */
 export function statSince(p: string, since: number): fs.Stats | undefined {
   return cached(stats, p, since, true);
+}
+
+/** Paths are byte strings (one char per byte, as URLs decode): give the file system the bytes. */
+export function fsPath(p: string): string | Buffer {
+  return /^[\x00-\x7f]*$/.test(p) ? p : Buffer.from(p, 'latin1');
 }

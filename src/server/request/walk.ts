@@ -3,7 +3,7 @@
 // <Files> against the file name — and the merge cache that makes a repeated path cost
 // one lookup. Merged vectors are shared, never mutated.
 
-import { lstatSince, statSince } from './stat-cache.js';
+import { lstatSince, statSince, answersKept, turnMap } from './stat-cache.js';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Request } from './request.js';
@@ -192,11 +192,54 @@ function overridesActive(c: CoreOpts): boolean {
   return (c.override & ~OR_UNSET) !== OR_NONE || (c.overrideList !== undefined && c.overrideList.size > 0);
 }
 
+/** What one directory walk found, kept for the other requests of its turn. */
+interface WalkMemo {
+  /** The turn the walking request was read in: the entry serves requests read then or before. */
+  readonly at: number;
+  readonly rt: Runtime;
+  readonly server: Request['server'];
+  readonly from: Merged;
+  readonly merged: Merged;
+  readonly filename: string;
+  readonly pathInfo: string;
+  readonly finfo: fs.Stats | null;
+  readonly sections: readonly number[];
+}
+
+/** Walks by the filename they started from. A walk depends on the configuration it starts
+ *  from and on stat() answers and .htaccess files, which the stat cache shares among the
+ *  requests of one turn (stat-cache.ts): a walk made from those answers gives the same result
+ *  to every request they may serve, so it is kept by the same rule and dropped with them. */
+const walkMemo = turnMap<string, WalkMemo>();
+
 /**
  * httpd's ap_directory_walk. r.filename is an absolute path; on return r.filename is the
  * file or directory found, r.pathInfo the rest, r.finfo its stat (null if it does not exist).
+ * A walk that fails (a status) is not kept: it logs, and the next request logs again.
  */
 export function directoryWalk(rt: Runtime, r: Request, from: Merged): DirWalkResult {
+  if (r.trace !== undefined) return walkDirectories(rt, r, from);
+  const start = r.filename;
+  const m = walkMemo.get(start);
+  if (m !== undefined && m.from === from && m.rt === rt && m.server === r.server && r.readSeq <= m.at) {
+    r.filename = m.filename;
+    r.pathInfo = m.pathInfo;
+    r.finfo = m.finfo;
+    for (let i = 0; i < m.sections.length; i++) r.matchedSections.push(m.sections[i]!);
+    return m.merged;
+  }
+  const before = r.matchedSections.length;
+  const res = walkDirectories(rt, r, from);
+  if (typeof res !== 'number' && answersKept()) {
+    walkMemo.set(start, {
+      at: r.readSeq, rt, server: r.server, from, merged: res, filename: r.filename, pathInfo: r.pathInfo,
+      finfo: r.finfo, sections: r.matchedSections.slice(before),
+    });
+  }
+  return res;
+}
+
+function walkDirectories(rt: Runtime, r: Request, from: Merged): DirWalkResult {
   const secs = coreServer(r.server).secDir;
   let filename = r.filename.includes('/.') || r.filename.includes('//') ? path.posix.normalize(r.filename) : r.filename;
   if (r.filename.endsWith('/') && !filename.endsWith('/')) filename += '/';
@@ -417,9 +460,4 @@ function lstatOrNull(p: string, since: number): fs.Stats | null {
 
 function statOrNull(p: string, since: number): fs.Stats | null {
   try { return statSince(p, since) ?? null; } catch { return null; }
-}
-
-/** Paths are byte strings (one char per byte, as URLs decode): give the file system the bytes. */
-export function fsPath(p: string): string | Buffer {
-  return /^[\x00-\x7f]*$/.test(p) ? p : Buffer.from(p, 'latin1');
 }

@@ -15,6 +15,7 @@ import { Runtime } from '../../../src/server/runtime.js';
 import { Request, type ConnRec } from '../../../src/server/request/request.js';
 import { directoryWalk, serverBase, type Merged } from '../../../src/server/request/walk.js';
 import { coreDir, coreServer } from '../../../src/server/core/core-module.js';
+import { noteRead, readDone } from '../../../src/server/request/stat-cache.js';
 import { ErrorLog, formatDefault } from '../../../src/server/log/error-log.js';
 import type { LogSink } from '../../../src/server/log/log-writer.js';
 import autoindex, { FANCY_INDEXING, SUPPRESS_ICON, SUPPRESS_SIZE } from '../../../src/modules/generators/mod_autoindex.js';
@@ -164,6 +165,49 @@ test('the walk sets filename, path info and finfo', async () => {
   const d = walk(rt, '/a/b');
   assert.equal(d.r.filename, `${ROOT}/htdocs/a/b`);
   assert.ok(d.r.finfo?.isDirectory());
+});
+
+// A walk made while a socket read is handled is kept for the other requests of that turn, by
+// the stat cache's rule (src/server/request/stat-cache.ts): they get what a walk of their own
+// would give them, and a request of a later turn walks again.
+test('a walk serves the other requests of its turn on the same path, and not a later turn\'s', async () => {
+  const rt = await runtime([[`<Directory "@ROOT@/htdocs/a">`, 'a'], [`<Directory "@ROOT@/htdocs/a/b">`, 'b']]);
+  const created = `${ROOT}/htdocs/a/b/later.txt`;
+  fs.rmSync(created, { force: true });
+  noteRead();
+  let first, second, missing, stillMissing;
+  try {
+    first = walk(rt, '/a/b/f.txt/more/x');
+    second = walk(rt, '/a/b/f.txt/more/x');
+    missing = walk(rt, '/a/b/later.txt');
+    fs.writeFileSync(created, 'x\n');
+    stillMissing = walk(rt, '/a/b/later.txt');
+  } finally {
+    readDone();
+  }
+  assert.equal(second.merged, first.merged);
+  assert.equal(second.type, 'b');
+  assert.deepEqual(second.order, ['a', 'b']);
+  assert.equal(second.r.filename, `${ROOT}/htdocs/a/b/f.txt`);
+  assert.equal(second.r.pathInfo, '/more/x');
+  assert.equal(second.r.finfo, first.r.finfo);
+  assert.ok(second.r.finfo?.isFile());
+  // Both read in the same turn as the answers they were given (a client that created the file
+  // first would be read in a later turn).
+  assert.equal(missing.r.finfo, null);
+  assert.equal(stillMissing.r.finfo, null);
+  assert.deepEqual(stillMissing.order, ['a', 'b']);
+  await new Promise((resolve) => setImmediate(resolve));
+  noteRead();
+  try {
+    const next = walk(rt, '/a/b/later.txt');
+    assert.ok(next.r.finfo?.isFile());
+    assert.equal(next.r.filename, created);
+    assert.deepEqual(next.order, ['a', 'b']);
+  } finally {
+    readDone();
+    fs.rmSync(created, { force: true });
+  }
 });
 
 const AUTOINDEX_SO = '/usr/lib/apache2/modules/mod_autoindex.so';
