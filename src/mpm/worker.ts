@@ -76,12 +76,19 @@ const LISTEN_COPIES = 16;
  * for the connections' lifetime while the other idled. A worker with at least BALANCE_MIN
  * connections that holds more than its fair part of all the workers' connections, plus half
  * of that (at least BALANCE_MIN), stops accepting while another worker accepts (at most once
- * every BALANCE_EVERY_MS), and starts again once it is back within that margin. The workers'
- * counts are in the scoreboard's child records (WorkerLoad), written once per event-loop turn
- * and read at most every BALANCE_READ_MS.
+ * every BALANCE_EVERY_MS), and starts again once it is no more than BALANCE_RESUME above its
+ * fair part, looking every BALANCE_POLL_MS: in a burst the others take the queue's next
+ * connections until they have caught up, and then every worker takes the rest. (Starting again
+ * as soon as it was back within the margin, a worker stopped at 17 of 50 started again when
+ * another had 2, or after the others had taken the whole queue: splits of 17/33 in most
+ * starts, 48/2 in some.) The workers' counts are in the scoreboard's child records
+ * (WorkerLoad), written once per event-loop turn and read at most every BALANCE_READ_MS.
  */
 const BALANCE_MIN = 8;
+const BALANCE_RESUME = 1;
 const BALANCE_READ_MS = 2;
+const BALANCE_POLL_MS = 2;
+const BALANCE_QUICK_MS = 200;
 /** At most one stop for balance per this many ms: one-request connections come and go too
  *  fast for their counts to say anything, and each stop hands the listening copies back. */
 const BALANCE_EVERY_MS = 1000;
@@ -136,25 +143,33 @@ class AcceptGate {
     this.load?.publish(this.conns.size, this.accepting);
   };
 
-  /** More than this worker's fair part of all the workers' connections, while another accepts. */
-  private overShare(): boolean {
+  /** How many connections this worker holds above its fair part of all the workers'
+   *  connections (this.fair) while another worker accepts; 0 when that does not apply. */
+  private overFair(): number {
     const load = this.load;
     const mine = this.conns.size;
-    if (load === null || mine < BALANCE_MIN) return false;
+    if (load === null || mine < BALANCE_MIN) return 0;
     const now = Date.now();
     if (now - this.othersAt >= BALANCE_READ_MS) {
       this.othersSeen = load.others();
       this.othersAt = now;
     }
     const o = this.othersSeen;
-    if (o.accepting === 0) return false;
-    const fair = (mine + o.connections) / (o.workers + 1);
-    return mine > fair + Math.max(BALANCE_MIN, fair / 2);
+    if (o.accepting === 0) return 0;
+    this.fair = (mine + o.connections) / (o.workers + 1);
+    return mine - this.fair;
+  }
+  private fair = 0;
+
+  /** Enough above the fair part to stop accepting. */
+  private overShare(): boolean {
+    const over = this.overFair();
+    return over > 0 && over > Math.max(BALANCE_MIN, this.fair / 2);
   }
 
   /** Whether this worker should accept now. */
   private canAccept(): boolean {
-    return !this.atCapacity() && !this.overShare();
+    return !this.atCapacity() && this.overFair() <= BALANCE_RESUME;
   }
 
   /** IPC from the parent: a batch of listening sockets starts, or one of them arrives. */
@@ -221,7 +236,7 @@ class AcceptGate {
     }
   }
 
-  private stop(): void {
+  private stop(forBalance = false): void {
     this.accepting = false;
     scoreboard?.setAccepting(false);
     this.loadChanged();
@@ -232,11 +247,22 @@ class AcceptGate {
       this.requestHandles();
       // With the event MPM a connection going idle frees a share without closing, and the
       // other workers' connections change without this one's: look again.
-      if ((this.model.asyncFactor !== undefined || this.load !== null) && this.poll === null) {
-        this.poll = setInterval(() => { if (!this.accepting && this.canAccept()) this.start(); }, 20);
-        this.poll.unref();
+      if (this.model.asyncFactor !== undefined || this.load !== null) {
+        if (forBalance) { this.stopPolling(); this.startPolling(BALANCE_POLL_MS); }
+        else if (this.poll === null) this.startPolling(20);
       }
     }
+  }
+
+  /** Looks every `ms` whether to accept again; a quick look (after a stop for balance) slows
+   *  to every 20 ms after BALANCE_QUICK_MS. */
+  private startPolling(ms: number): void {
+    const since = Date.now();
+    this.poll = setInterval(() => {
+      if (!this.accepting && this.canAccept()) this.start();
+      else if (ms < 20 && Date.now() - since >= BALANCE_QUICK_MS) { this.stopPolling(); this.startPolling(20); }
+    }, ms);
+    this.poll.unref();
   }
 
   private stopPolling(): void {
@@ -274,7 +300,7 @@ class AcceptGate {
     else if (this.accepting && this.conns.size >= this.model.share && this.atCapacity()) this.stop();
     else if (this.accepting && this.overShare() && Date.now() - this.balancedAt >= BALANCE_EVERY_MS) {
       this.balancedAt = Date.now();
-      this.stop();
+      this.stop(true);
     }
   }
 
