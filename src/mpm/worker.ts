@@ -89,6 +89,8 @@ const BALANCE_RESUME = 1;
 const BALANCE_READ_MS = 2;
 const BALANCE_POLL_MS = 2;
 const BALANCE_QUICK_MS = 200;
+/** How often a stopped worker looks whether to accept again, otherwise. */
+const POLL_MS = 20;
 /** At most one stop for balance per this many ms: one-request connections come and go too
  *  fast for their counts to say anything, and each stop hands the listening copies back. */
 const BALANCE_EVERY_MS = 1000;
@@ -164,7 +166,7 @@ class AcceptGate {
   /** Enough above the fair part to stop accepting. */
   private overShare(): boolean {
     const over = this.overFair();
-    return over > 0 && over > Math.max(BALANCE_MIN, this.fair / 2);
+    return over > Math.max(BALANCE_MIN, this.fair / 2);
   }
 
   /** Whether this worker should accept now. */
@@ -249,18 +251,18 @@ class AcceptGate {
       // other workers' connections change without this one's: look again.
       if (this.model.asyncFactor !== undefined || this.load !== null) {
         if (forBalance) { this.stopPolling(); this.startPolling(BALANCE_POLL_MS); }
-        else if (this.poll === null) this.startPolling(20);
+        else if (this.poll === null) this.startPolling(POLL_MS);
       }
     }
   }
 
   /** Looks every `ms` whether to accept again; a quick look (after a stop for balance) slows
-   *  to every 20 ms after BALANCE_QUICK_MS. */
+   *  to every POLL_MS after BALANCE_QUICK_MS. */
   private startPolling(ms: number): void {
     const since = Date.now();
     this.poll = setInterval(() => {
       if (!this.accepting && this.canAccept()) this.start();
-      else if (ms < 20 && Date.now() - since >= BALANCE_QUICK_MS) { this.stopPolling(); this.startPolling(20); }
+      else if (ms < POLL_MS && Date.now() - since >= BALANCE_QUICK_MS) { this.stopPolling(); this.startPolling(POLL_MS); }
     }, ms);
     this.poll.unref();
   }
