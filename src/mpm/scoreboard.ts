@@ -17,6 +17,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { Roster, RosterEntry } from '../lib/roster.js';
 import type { ConfigContext } from '../server/config/context.js';
 import type { Request } from '../server/request/request.js';
 import { globals } from '../server/core/globals.js';
@@ -331,6 +332,15 @@ export interface ScoreConn {
   readonly idleKeepAlive: boolean;
   /** In the lingering close. */
   readonly lingering: boolean;
+  /** The scoreboard's record of it, kept on the connection rather than in a Map keyed by it
+   *  (src/lib/roster.ts says why): null until a scoreboard has seen it. */
+  score: ScoreEntry | null;
+}
+
+/** A connection in one worker's table: the slot it holds while reading or serving a request. */
+export class ScoreEntry extends RosterEntry {
+  slot: Slot | null = null;
+  constructor(readonly conn: ScoreConn, readonly board: WorkerScoreboard) { super(); }
 }
 
 class Slot {
@@ -374,8 +384,7 @@ export class WorkerScoreboard {
   private freeCount = 0;
   private readonly overflow: number[] = [];
   private shareNext = 0;
-  private readonly held = new Map<ScoreConn, Slot>();
-  private readonly conns = new Set<ScoreConn>();
+  private readonly conns = new Roster<ScoreEntry>();
   private readonly region: Buffer;
   private readonly regionPos: number;
   private dirtyFrom = Number.MAX_SAFE_INTEGER;
@@ -471,23 +480,39 @@ export class WorkerScoreboard {
 
   // ---- hot path ------------------------------------------------------------------------------
   connOpened(c: ScoreConn): void {
-    this.conns.add(c);
+    const e = new ScoreEntry(c, this);
+    c.score = e;
+    this.conns.add(e);
     this.procDirty = true;
     this.schedule();
   }
 
   connClosed(c: ScoreConn): void {
-    this.conns.delete(c);
-    const s = this.held.get(c);
-    if (s !== undefined) this.release(c, s);
-    this.procDirty = true;
-    this.schedule();
+    const e = c.score;
+    if (e === null) return;
+    // The table that counted it (under -X, a restart into another shape starts a new one).
+    const b = e.board;
+    b.conns.remove(e);
+    if (e.slot !== null) b.release(e, e.slot);
+    b.procDirty = true;
+    b.schedule();
+  }
+
+  /** The connection's record in this table: a connection opened under an earlier table (-X
+   *  restarted into another shape) gets one that holds slots but is not counted as open. */
+  private entryOf(c: ScoreConn): ScoreEntry {
+    const e = c.score;
+    if (e !== null && e.board === this) return e;
+    const n = new ScoreEntry(c, this);
+    c.score = n;
+    return n;
   }
 
   /** A request's first bytes arrived (SERVER_BUSY_READ). */
   reading(c: ScoreConn): void {
-    if (this.held.has(c)) return;
-    const s = this.acquire(c);
+    const e = this.entryOf(c);
+    if (e.slot !== null) return;
+    const s = this.acquire(e);
     s.status = SERVER_BUSY_READ;
     if (this.extended) {
       s.lastUsed = nowMicros();
@@ -502,7 +527,8 @@ export class WorkerScoreboard {
   /** The request line and headers are in (SERVER_BUSY_WRITE until it is logged). */
   requestStart(r: Request): void {
     const c = r.connection as unknown as ScoreConn;
-    const s = this.held.get(c) ?? this.acquire(c);
+    const e = this.entryOf(c);
+    const s = e.slot ?? this.acquire(e);
     s.status = SERVER_BUSY_WRITE;
     if (this.extended) {
       const now = nowMicros();
@@ -521,17 +547,12 @@ export class WorkerScoreboard {
   /** The request was logged (httpd's ap_increment_counts after the log_transaction hook):
    *  the bytes are mod_logio's, read and written. */
   requestDone(r: Request): void {
-    const c = r.connection as unknown as ScoreConn;
-    const s = this.held.get(c);
-    if (s === undefined) {
-      // Answered without ever being read as a request (an unusable request line).
-      const t = this.acquire(c);
-      this.count(t, r);
-      this.release(c, t);
-      return;
-    }
+    const e = this.entryOf(r.connection as unknown as ScoreConn);
+    // Answered without ever being read as a request (an unusable request line): a slot for
+    // the count alone.
+    const s = e.slot ?? this.acquire(e);
     this.count(s, r);
-    this.release(c, s);
+    this.release(e, s);
   }
 
   /** A worker that stops taking new connections (at its MaxRequestWorkers share). */
@@ -561,7 +582,7 @@ export class WorkerScoreboard {
     s.counted = true;
   }
 
-  private acquire(c: ScoreConn): Slot {
+  private acquire(e: ScoreEntry): Slot {
     let j: number | undefined;
     if (this.freeCount > 0) {
       j = this.free[this.freeHead]!;
@@ -579,12 +600,12 @@ export class WorkerScoreboard {
       if (j >= this.used) { this.used = j + 1; this.procDirty = true; }
     }
     s.holders++;
-    this.held.set(c, s);
+    e.slot = s;
     return s;
   }
 
-  private release(c: ScoreConn, s: Slot): void {
-    this.held.delete(c);
+  private release(e: ScoreEntry, s: Slot): void {
+    e.slot = null;
     if (--s.holders > 0) { this.touch(s); return; }
     s.holders = 0;
     const extra = s.index >= this.geometry.threadsPerChild;
@@ -674,14 +695,8 @@ export class WorkerScoreboard {
     // counting walks every connection and a busy turn can serve hundreds of such requests.
     if ((force && !this.connStatsFresh) || now - this.connStatsAt >= CONN_STATS_MS) {
       if (force) { this.connStatsFresh = true; setImmediate(this.connStatsStale); }
-      let keepAlive = 0;
-      let closing = 0;
-      for (const c of this.conns) {
-        if (c.idleKeepAlive) keepAlive++;
-        else if (c.lingering) closing++;
-      }
-      this.keepAliveConns = keepAlive;
-      this.closingConns = closing;
+      this.keepAliveConns = this.conns.count((e) => e.conn.idleKeepAlive);
+      this.closingConns = this.conns.count((e) => !e.conn.idleKeepAlive && e.conn.lingering);
       this.connStatsAt = now;
     }
     b.writeUInt32LE(process.pid, C_W_PID - C_WORKER);

@@ -21,6 +21,7 @@ import { scoreboard, WorkerLoad } from './scoreboard.js';
 import { startIdleGc } from './idle-gc.js';
 import { acceptSharedReads } from '../server/http/accept.js';
 import type { Transport } from '../server/http/tcp-stream.js';
+import { Roster, RosterEntry } from '../lib/roster.js';
 
 /** The environment the parent gives a worker (see parent.ts). */
 export const ENV_WORKER = 'PLUME_MPM_WORKER';
@@ -95,6 +96,11 @@ const POLL_MS = 20;
  *  fast for their counts to say anything, and each stop hands the listening copies back. */
 const BALANCE_EVERY_MS = 1000;
 
+/** A connection being served and its socket (src/lib/roster.ts: why not a Map). */
+class OpenConnection extends RosterEntry {
+  constructor(readonly conn: HttpConnection, readonly sock: Transport) { super(); }
+}
+
 /**
  * Accepts connections while this worker is below its share, and stops (closing its copies of
  * the listening sockets, so that the kernel queues further connections for the other workers)
@@ -114,7 +120,7 @@ class AcceptGate {
   /** No more accepting: a restart or MaxConnectionsPerChild retires this worker. */
   retiring = false;
   /** The connections being served, with their sockets. */
-  readonly conns = new Map<HttpConnection, Transport>();
+  private readonly conns = new Roster<OpenConnection>();
   private accepted = 0;
   /** The scoreboard's view of the other workers (null with one worker, or without the table). */
   private readonly load: WorkerLoad | null;
@@ -285,16 +291,16 @@ class AcceptGate {
     if (open < share) return false;
     const factor = this.model.asyncFactor;
     if (factor === undefined) return true;
-    let idle = 0;
-    for (const c of this.conns.keys()) if (c.idleKeepAlive || c.lingering) idle++;
+    const idle = this.conns.count((o) => o.conn.idleKeepAlive || o.conn.lingering);
     const busy = open - idle;
     return busy >= share || open >= share + (share - busy) * factor;
   }
 
   private onConnection(sock: Transport): void {
     const conn = new HttpConnection(sock, this.rt);
-    this.conns.set(conn, sock);
-    sock.on('close', () => this.onClose(conn));
+    const open = new OpenConnection(conn, sock);
+    this.conns.add(open);
+    sock.on('close', () => this.onClose(open));
     this.loadChanged();
     const mcpc = this.model.maxConnectionsPerChild;
     if (mcpc > 0 && ++this.accepted >= mcpc) this.retire(true);
@@ -306,8 +312,8 @@ class AcceptGate {
     }
   }
 
-  private onClose(conn: HttpConnection): void {
-    this.conns.delete(conn);
+  private onClose(open: OpenConnection): void {
+    this.conns.remove(open);
     this.loadChanged();
     if (this.retiring) {
       if (this.conns.size === 0) this.onEmpty();
@@ -325,7 +331,7 @@ class AcceptGate {
     this.closeSpares();
     scoreboard?.setQuiescing();
     this.onRetire(replace);
-    for (const c of this.conns.keys()) c.closeGracefully();
+    for (const o of this.conns.members()) o.conn.closeGracefully();
     if (this.conns.size === 0) this.onEmpty();
   }
 
@@ -335,7 +341,7 @@ class AcceptGate {
     this.stopPolling();
     if (this.accepting) this.stop();
     this.closeSpares();
-    for (const sock of this.conns.values()) sock.destroy();
+    for (const o of this.conns.members()) o.sock.destroy();
   }
 }
 

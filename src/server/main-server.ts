@@ -20,6 +20,7 @@ import { DEFAULT_LOG_LEVEL, APLOG_NOTICE } from './log/levels.js';
 import { APACHE_COMPAT_VERSION, PLUME_VERSION } from './version.js';
 import { acceptSharedReads } from './http/accept.js';
 import type { Transport } from './http/tcp-stream.js';
+import { Roster, RosterEntry } from '../lib/roster.js';
 
 export interface RunningServer {
   readonly ctx: ConfigContext;
@@ -149,6 +150,11 @@ export function writePidFile(ctx: ConfigContext): string | undefined {
   }
 }
 
+/** An open connection's socket, for close() (src/lib/roster.ts: why not a Set). */
+class OpenSocket extends RosterEntry {
+  constructor(readonly sock: Transport) { super(); }
+}
+
 export interface StartOptions {
   writePid: boolean;
   dropPrivileges?: (ctx: ConfigContext) => void;
@@ -170,7 +176,7 @@ export async function startServer(ctx: ConfigContext, opts: StartOptions): Promi
     throw new StartupError(failed);
   }
   const rt = new Runtime(ctx);
-  const conns = new Set<Transport>();
+  const conns = new Roster<OpenSocket>();
   const pidFile = opts.writePid ? writePidFile(ctx) : undefined;
   opts.dropPrivileges?.(ctx);
   for (const m of ctx.loaded) await m.decl.configHooks?.childInit?.(ctx);
@@ -182,14 +188,15 @@ export async function startServer(ctx: ConfigContext, opts: StartOptions): Promi
     rt,
     async close(): Promise<void> {
       await listeners.close();
-      for (const s of conns) s.destroy();
+      for (const o of conns.members()) o.sock.destroy();
       if (pidFile) { try { fs.unlinkSync(pidFile); } catch { /* gone */ } }
       for (const m of ctx.loaded) await m.decl.configHooks?.cleanup?.(ctx);
     },
   };
   listeners.onConnection = (sock) => {
-    conns.add(sock);
-    sock.on('close', () => conns.delete(sock));
+    const open = new OpenSocket(sock);
+    conns.add(open);
+    sock.on('close', () => conns.remove(open));
     new HttpConnection(sock, running.rt);
   };
   return running;

@@ -25,7 +25,7 @@ import {
 } from './protocol.js';
 import { coreServer, coreDir } from '../core/core-module.js';
 import { APLOG_DEBUG, APLOG_INFO, APLOG_ERR } from '../log/levels.js';
-import { scoreboard } from '../../mpm/scoreboard.js';
+import { scoreboard, type ScoreEntry } from '../../mpm/scoreboard.js';
 import { readShared } from './accept.js';
 import { resumeOptimisingCompiler } from '../startup-compiler.js';
 
@@ -167,6 +167,8 @@ export class HttpConnection implements ConnRec, Wire {
   bytesIn = 0;
   bytesOut = 0;
   readonly notes = new Map<string, string>();
+  /** This connection in the worker's scoreboard (mpm/scoreboard.ts; null without one). */
+  score: ScoreEntry | null = null;
   baseServer: ServerRec;
   readonly wire: Wire = this;
   private buf: Buffer = EMPTY;

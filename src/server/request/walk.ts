@@ -3,7 +3,7 @@
 // <Files> against the file name — and the merge cache that makes a repeated path cost
 // one lookup. Merged vectors are shared, never mutated.
 
-import { lstatSince, statSince, answersKept, turnMap } from './stat-cache.js';
+import { lstatSince, statSince, answersKept, TurnMap } from './stat-cache.js';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Request } from './request.js';
@@ -210,7 +210,7 @@ interface WalkMemo {
  *  from and on stat() answers and .htaccess files, which the stat cache shares among the
  *  requests of one turn (stat-cache.ts): a walk made from those answers gives the same result
  *  to every request they may serve, so it is kept by the same rule and dropped with them. */
-const walkMemo = turnMap<string, WalkMemo>();
+const walkMemo = new TurnMap<string, WalkMemo>();
 
 /**
  * httpd's ap_directory_walk. r.filename is an absolute path; on return r.filename is the

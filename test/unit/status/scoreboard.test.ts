@@ -42,7 +42,7 @@ interface FakeConn extends ScoreConn {
 }
 
 function conn(ip = '10.0.0.1'): FakeConn {
-  return { remoteIp: ip, remoteHost: undefined, keepalives: 0, idleKeepAlive: false, lingering: false, bytesIn: 0, bytesOut: 0, localPort: 8080 };
+  return { remoteIp: ip, remoteHost: undefined, keepalives: 0, idleKeepAlive: false, lingering: false, score: null, bytesIn: 0, bytesOut: 0, localPort: 8080 };
 }
 
 function req(c: FakeConn, line: string): Request {
