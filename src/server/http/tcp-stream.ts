@@ -338,10 +338,10 @@ export class TcpStream {
         srv._emitCloseIfDrained?.();
       }
       this.emit('close');
-      // Nothing fires after 'close': let go of the connection's listeners and reader. A closed
-      // stream outlives scavenges for a while (under a flood of one-request connections,
-      // everything it reached was promoted: about 340 KB per scavenge, pauses of 1.2-2 ms);
-      // without them it reaches only itself and its handle.
+      // Nothing fires after 'close': let go of the connection's listeners and reader, so that
+      // whatever still points at a closed stream (a dead object in the old generation, which
+      // scavenges cannot tell from a live one: src/lib/roster.ts) reaches only the stream and
+      // its handle, not the whole connection.
       this.listeners = {};
       this.reader = null;
       this.early = null;
