@@ -242,3 +242,32 @@ test('SeeRequestTail keeps the last 63 characters of a long request line', async
     parent.close();
   }
 });
+
+test('a connection opened under an earlier table is counted by the table that serves its request', async () => {
+  const { ctx } = await config(['ScoreBoardFile logs/sb']);
+  lastCtx = ctx;
+  const parent = createScoreboard(ctx, { serverLimit: 4, slotsPerChild: 8 });
+  try {
+    parent.setChild(1, { pid: process.pid, generation: 0, state: 'ready' });
+    parent.setChild(2, { pid: process.pid, generation: 0, state: 'ready' });
+    const before = attach(parent.path, 1);
+    const c = conn();
+    before.connOpened(c);
+    before.reading(c);
+    assert.equal(before.snapshot().process(1).connections, 1);
+    const after = attach(parent.path, 2);
+    assert.notEqual(after, before);
+    const r = req(c, 'GET /y HTTP/1.1');
+    after.requestStart(r);
+    assert.equal(slot(after.snapshot(), 2, 0).status, SERVER_BUSY_WRITE);
+    after.requestDone(r);
+    after.connClosed(c);
+    const img = after.snapshot();
+    assert.equal(slot(img, 2, 0).status, SERVER_READY);
+    assert.equal(slot(img, 2, 0).accessCount, 1);
+    assert.equal(img.request(2, 0), 'GET /y HTTP/1.1');
+    assert.equal(img.process(2).connections, 0, 'not counted as open where it was not opened');
+  } finally {
+    parent.close();
+  }
+});
