@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Roster, RosterEntry } from '../../../src/lib/roster.js';
+import { promotedBy } from './promotion.js';
 
 class Item extends RosterEntry {
   constructor(readonly name: string) { super(); }
@@ -86,8 +87,7 @@ test('churn: a thousand joins and leaves leave exactly the members still in', ()
   for (const e of r.members()) assert.equal(r.members()[e.rosterIndex], e);
 });
 
-test('members that left are not kept alive through scavenges (a Set churned the same way is)', async () => {
-  const { promotedBy } = await import('./promotion.js');
+test('members that left are not kept alive through scavenges (a Set churned the same way is)', () => {
   class Conn extends RosterEntry {
     readonly body = new Array<number>(50).fill(1);
   }
