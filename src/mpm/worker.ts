@@ -152,7 +152,7 @@ class AcceptGate {
   };
 
   /** How many connections this worker holds above its fair part of all the workers'
-   *  connections (this.fair) while another worker accepts; 0 when that does not apply. */
+   *  connections while another worker accepts; 0 when that does not apply. */
   private overFair(): number {
     const load = this.load;
     const mine = this.conns.size;
@@ -164,15 +164,14 @@ class AcceptGate {
     }
     const o = this.othersSeen;
     if (o.accepting === 0) return 0;
-    this.fair = (mine + o.connections) / (o.workers + 1);
-    return mine - this.fair;
+    return mine - (mine + o.connections) / (o.workers + 1);
   }
-  private fair = 0;
 
   /** Enough above the fair part to stop accepting. */
   private overShare(): boolean {
     const over = this.overFair();
-    return over > Math.max(BALANCE_MIN, this.fair / 2);
+    const fair = this.conns.size - over;
+    return over > Math.max(BALANCE_MIN, fair / 2);
   }
 
   /** Whether this worker should accept now. */
