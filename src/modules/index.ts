@@ -4,6 +4,7 @@
 import type { AnyModuleHandle } from '../server/module.js';
 import type { ModuleCatalogue } from '../server/config/build.js';
 import { core } from '../server/core/core-module.js';
+import { CORE_MODULE_INDEX } from '../server/core/config.js';
 import { httpCore } from '../server/http/http-core.js';
 import so, { BUILT_IN } from './core/mod_so.js';
 import watchdog from './core/mod_watchdog.js';
@@ -62,6 +63,11 @@ class Catalogue implements ModuleCatalogue {
   register(m: AnyModuleHandle): void {
     if (this.bySymbol.has(m.decl.name)) return;
     m.index = this.all.length;
+    // The server's layers below the module API read the core's configuration from its fixed
+    // slot (core/config.ts); a catalogue that put another module there would break them all.
+    if ((m.index === CORE_MODULE_INDEX) !== (m.decl.name === 'core_module')) {
+      throw new Error(`module catalogue: core_module must be registered first (${m.decl.name} at ${m.index})`);
+    }
     this.all.push(m);
     this.bySymbol.set(m.decl.name, m);
   }

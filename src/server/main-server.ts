@@ -12,7 +12,7 @@ import { HttpConnection } from './http/connection.js';
 import { ErrorLog } from './log/error-log.js';
 import { openLogTarget, type LogSink } from './log/log-writer.js';
 import { compileErrorLogFormat } from './log/error-log-format.js';
-import { coreServer } from './core/core-module.js';
+import { coreServer } from './core/config.js';
 import { globals, type ListenSpec } from './core/globals.js';
 import { StartupError } from './config/errors.js';
 import { postConfigure } from './config/build.js';

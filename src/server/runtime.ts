@@ -12,7 +12,7 @@ import type { ServerRec } from './server-rec.js';
 import { errnoOf } from './log/error-log.js';
 import * as lifecycle from './request/lifecycle.js';
 import * as response from './http/response.js';
-import { coreDir, coreServer } from './core/core-module.js';
+import { coreDir, coreServer } from './core/config.js';
 import { VirtualHosts } from './core/vhosts.js';
 import { constructUrl } from './core/server-name.js';
 
@@ -46,6 +46,11 @@ export class Runtime {
   /** A subrequest for a file in the same directory (ap_sub_req_lookup_file). */
   lookupFile(r: Request, filename: string): Promise<Request> {
     return lifecycle.subRequestLookupFile(this, r, filename);
+  }
+
+  /** Ends the request with an error status (ap_die): ErrorDocument or the canned page. */
+  die(r: Request, status: number): MaybePromise<void> {
+    return lifecycle.die(this, r, status);
   }
 
   /** Serves another URI in place of r (ap_internal_redirect). */

@@ -244,3 +244,33 @@ export function mergeCoreServerConfig(base: Readonly<CoreServerConfig>, add: Rea
     gprofDir: pick(add.gprofDir, base.gprofDir),
   } satisfies { [K in keyof Required<CoreServerConfig>]: CoreServerConfig[K] };
 }
+
+/** httpd's AP_CORE_MODULE_INDEX: the core module is the first of every catalogue, so its
+ *  configuration is slot 0 of every configuration vector. Code below the module layer (the
+ *  walks, the HTTP layer) reads it through these two functions rather than through the core
+ *  module's handle, which lives above them. The catalogue checks the slot when it registers. */
+export const CORE_MODULE_INDEX = 0;
+
+/** The core's merged per-directory configuration of a request (ap_get_core_module_config). */
+export function coreDir(r: { perDirConfig: readonly unknown[] }): CoreDirConfig {
+  return r.perDirConfig[CORE_MODULE_INDEX] as CoreDirConfig;
+}
+
+/** The core's per-server configuration. */
+export function coreServer(s: { moduleConfig: readonly unknown[] }): CoreServerConfig {
+  return s.moduleConfig[CORE_MODULE_INDEX] as CoreServerConfig;
+}
+
+/** httpd's ap_timeout_parameter_parse: a number with an optional ms/s/mi/h unit (default seconds). */
+export function parseTimeout(s: string, defaultUnit: 's' | 'ms' = 's'): number | undefined {
+  const m = /^(\d+)(ms|s|mi|h)?$/i.exec(s);
+  if (!m) return undefined;
+  const n = Number(m[1]);
+  switch ((m[2] ?? defaultUnit).toLowerCase()) {
+    case 'ms': return n;
+    case 's': return n * 1000;
+    case 'mi': return n * 60000;
+    case 'h': return n * 3600000;
+  }
+  return undefined;
+}

@@ -5,13 +5,12 @@
 import * as fs from 'node:fs';
 import type { Request } from '../request/request.js';
 import { DECLINED, OK, DONE } from '../module.js';
-import { coreDir, coreServer } from './core-module.js';
 import { directoryWalk, fileWalk, serverBase } from '../request/walk.js';
 import { APLOG_INFO, APLOG_ERR } from '../log/levels.js';
 import { EOS, type Bucket } from '../filters.js';
 import { toHttpDate } from '../log/time.js';
 import { fileCache } from '../http/file-cache.js';
-import { ETAG_UNSET, ETAG_BACKWARD } from './config.js';
+import { coreDir, coreServer, ETAG_UNSET, ETAG_BACKWARD } from './config.js';
 import { makeEtag, etagBitsFor } from '../http/etag.js';
 import { meetsConditions } from '../http/conditional.js';
 import { isKnownMethod, DEFAULT_LIMIT_REQUEST_BODY } from '../http/http-core.js';

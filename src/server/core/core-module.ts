@@ -13,7 +13,7 @@ import {
   createCoreDirConfig, createCoreServerConfig, mergeCoreDirConfig, mergeCoreServerConfig,
   OPT_ALL, OPT_EXECCGI, OPT_INCLUDES, OPT_INC_WITH_EXEC, OPT_INDEXES, OPT_MULTI, OPT_NONE, OPT_SYM_LINKS, OPT_SYM_OWNER, OPT_UNSET,
   ETAG_ALL, ETAG_DIGEST, ETAG_INODE, ETAG_MTIME, ETAG_NONE, ETAG_SIZE, ETAG_UNSET,
-  type CoreDirConfig, type CoreServerConfig, type ServerTokens,
+  coreDir, coreServer, parseTimeout, type CoreDirConfig, type CoreServerConfig, type ServerTokens,
 } from './config.js';
 import { readDirectives } from './read-directives.js';
 import { sectionDirectives } from './section-directives.js';
@@ -210,20 +210,6 @@ function serverAdmin(cmd: Cmd, arg: string): string | undefined {
 function nonNegInt(s: string): number | undefined {
   if (!/^\d+$/.test(s)) return undefined;
   return Number(s);
-}
-
-/** httpd's ap_timeout_parameter_parse: a number with an optional ms/s/mi/h unit (default seconds). */
-export function parseTimeout(s: string, defaultUnit: 's' | 'ms' = 's'): number | undefined {
-  const m = /^(\d+)(ms|s|mi|h)?$/i.exec(s);
-  if (!m) return undefined;
-  const n = Number(m[1]);
-  switch ((m[2] ?? defaultUnit).toLowerCase()) {
-    case 'ms': return n;
-    case 's': return n * 1000;
-    case 'mi': return n * 60000;
-    case 'h': return n * 3600000;
-  }
-  return undefined;
 }
 
 function timeout(cmd: Cmd, arg: string): string | undefined {
@@ -786,10 +772,7 @@ function reorderDirectories(ctx: ConfigContext): undefined {
   return undefined;
 }
 
-export function coreDir(r: { perDirConfig: readonly unknown[] }): CoreDirConfig {
-  return core.dir(r);
-}
-export function coreServer(s: { moduleConfig: readonly unknown[] }): CoreServerConfig {
-  return core.server(s);
-}
+// Modules may read the core's configuration from here or from core/config.ts; the server's
+// own layers below the module API use core/config.ts.
+export { coreDir, coreServer, parseTimeout };
 export type { Request };

@@ -5,7 +5,7 @@
 // connection came in on; only UseCanonicalPhysicalPort On uses the local port.
 
 import type { Request } from '../request/request.js';
-import { coreDir } from './core-module.js';
+import { coreDir } from './config.js';
 
 /** ap_http_scheme: the ServerName scheme, else http. */
 export function httpScheme(r: Request): string {

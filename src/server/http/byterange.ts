@@ -30,9 +30,8 @@ import type { Request } from '../request/request.js';
 import type { MaybePromise } from '../module.js';
 import { EOS, FTYPE_PROTOCOL, type Brigade, type Bucket, type FilterInstance, type FilterSpec } from '../filters.js';
 import { AP_CONDITION_NOMATCH, conditionIfRange } from './conditional.js';
-import { coreDir } from '../core/core-module.js';
-import { setKeepalive, markLengthUnknown } from './response.js';
-import type { CoreDirConfig } from '../core/config.js';
+import { coreDir, type CoreDirConfig } from '../core/config.js';
+import { setKeepalive, markLengthUnknown } from './keepalive.js';
 import { APLOG_DEBUG, APLOG_TRACE1 } from '../log/levels.js';
 
 export const AP_DEFAULT_MAX_RANGES = 200;
@@ -259,13 +258,11 @@ export function setMultipartBoundary(rt: object, boundary: string): void {
 // ---- the filter --------------------------------------------------------------------------------
 
 /** What the filter does for a 416: httpd passes an error bucket that makes the header filter
- *  call ap_die(416). Here the filter calls this (by default the lifecycle's die). */
+ *  call ap_die(416). Here the filter calls this: by default the runtime's die (the lifecycle's,
+ *  reached through the Runtime the request carries, so this layer imports nothing above it). */
 export type RangeErrorHandler = (r: Request, status: number) => MaybePromise<void>;
 
-let rangeError: RangeErrorHandler = async (r, status) => {
-  const lifecycle = await import('../request/lifecycle.js');
-  await lifecycle.die(r.rt, r, status);
-};
+let rangeError: RangeErrorHandler = (r, status) => r.rt.die(r, status);
 
 /** Replaces how a 416 is sent (the default runs the lifecycle's die: ErrorDocument or the
  *  canned page). */

@@ -17,13 +17,13 @@ import { runAll } from '../hooks.js';
 import { OK, type MaybePromise } from '../module.js';
 import { nowMicros } from '../log/time.js';
 import { decodeUrlPath } from './uri.js';
-import { markLengthUnknown } from './response.js';
+import { markLengthUnknown } from './keepalive.js';
 import { DEFAULT_LIMIT_REQUEST_BODY } from './http-core.js';
 import {
   type RequestTarget, newRequestTarget, parseRequestLine, fixHostname, fieldNameLen, isTokenChar, isHttpScheme,
   parseStrictLength, isChunked, parseChunkSize, LOG_NAME_MAX_LEN, APR_EINVAL, APR_ENOSPC, APR_EGENERAL,
 } from './protocol.js';
-import { coreServer, coreDir } from '../core/core-module.js';
+import { coreServer, coreDir } from '../core/config.js';
 import { APLOG_DEBUG, APLOG_INFO, APLOG_ERR } from '../log/levels.js';
 import { scoreboard, type ScoreEntry } from '../../mpm/scoreboard.js';
 import { readShared } from './accept.js';

@@ -4,8 +4,7 @@
 
 import { CmdParms, NOT_IN_DIR_LOC_FILE } from '../config/cmd.js';
 import { defineModule, directive, MODULE_API_VERSION, RSRC_CONF, DECLINED, DONE, HOOK_MIDDLE } from '../module.js';
-import { parseTimeout } from '../core/core-module.js';
-import { coreServer } from '../core/core-module.js';
+import { parseTimeout, coreServer } from '../core/config.js';
 import type { Request } from '../request/request.js';
 import { APLOG_INFO } from '../log/levels.js';
 import type { Runtime } from '../runtime.js';

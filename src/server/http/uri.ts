@@ -4,7 +4,7 @@
 
 import type { Request } from '../request/request.js';
 import { APLOG_INFO, APLOG_ERR } from '../log/levels.js';
-import { coreDir } from '../core/core-module.js';
+import { coreDir } from '../core/config.js';
 
 /** Removes "." and ".." segments; returns null when ".." would climb above "/". */
 export function normalizePath(p: string, mergeSlashes: boolean): string | null {

@@ -7,9 +7,10 @@ import { Request } from './request.js';
 import { DECLINED, DONE, OK, type MaybePromise } from '../module.js';
 import { runAll, runFirst, runVoid } from '../hooks.js';
 import { locationWalk, serverBase, type Merged } from './walk.js';
-import { coreDir } from '../core/core-module.js';
+import { coreDir } from '../core/config.js';
 import { APLOG_CRIT, APLOG_ERR, APLOG_TRACE3 } from '../log/levels.js';
 import { sendErrorResponse, finalizeResponse, isValidStatus } from '../http/response.js';
+import { dropsConnection } from '../http/keepalive.js';
 import { DEFAULT_LOG_LEVEL } from '../log/levels.js';
 import { decodeUrlPath } from '../http/uri.js';
 import { satisfies } from './satisfy.js';
@@ -224,10 +225,6 @@ export function errorDocumentFor(r: Request, status: number): string | undefined
   const docs = coreDir(r)?.errorDocuments;
   if (!docs) return undefined;
   return docs.get(status);
-}
-
-function dropsConnection(status: number): boolean {
-  return status === 400 || status === 408 || status === 411 || status === 413 || status === 414 || status === 500 || status === 503 || status === 501;
 }
 
 // ---- internal redirects and subrequests ---------------------------------------------------

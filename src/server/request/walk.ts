@@ -9,9 +9,8 @@ import * as path from 'node:path';
 import type { Request } from './request.js';
 import type { Runtime } from '../runtime.js';
 import type { Section } from '../core/sections.js';
-import { coreDir, coreServer } from '../core/core-module.js';
 import {
-  OPT_SYM_LINKS, OPT_SYM_OWNER, OPT_UNSET, type CoreDirConfig,
+  coreDir, coreServer, OPT_SYM_LINKS, OPT_SYM_OWNER, OPT_UNSET, type CoreDirConfig,
 } from '../core/config.js';
 import { OR_NONE, OR_UNSET, OK } from '../module.js';
 import { mergeVectors } from '../config/build.js';
