@@ -11,6 +11,9 @@ export interface ServerAddr {
   readonly port: number;
   /** The text as written, for -S. */
   readonly text: string;
+  /** The host part as written, lowercase (httpd's sar->virthost: a Host naming it selects
+   *  this server when no ServerName/ServerAlias matched). */
+  readonly virthost: string;
 }
 
 /** Fields a <VirtualHost> inherits from the main server unless it sets them. */

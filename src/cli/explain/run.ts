@@ -187,7 +187,13 @@ async function runOn(ctx: ConfigContext, req: ExplainRequest, errors: MemorySink
   const hostname = fixHostname(r, r.headersIn.get('Host'), strict);
   if (hostname === undefined) return done(400, 'request');
   r.hostname = hostname;
-  r.server = rt.vhosts.select(candidates, r.hostname);
+  if (coreServer(base).strictHostCheck === true && hostname !== '') {
+    const s = rt.vhosts.match(candidates, hostname, port);
+    if (s === undefined) return done(400, 'request');
+    r.server = s;
+  } else {
+    r.server = rt.vhosts.select(candidates, r.hostname, port);
+  }
   r.perDirConfig = r.server.lookupDefaults;
   r.logLevel = r.server.logLevel;
   let pr = await runAll(rt.hooks.postReadRequest, r);

@@ -201,6 +201,10 @@ export interface CoreServerConfig {
   allowHttp09: boolean | undefined;
   registeredMethodsOnly: boolean | undefined;
   mergeTrailers: boolean | undefined;
+  /** StrictHostCheck: a Host must name the server (or a vhost on its address). */
+  strictHostCheck: boolean | undefined;
+  /** MergeSlashes (default on). */
+  mergeSlashes: boolean | undefined;
   /** Define'd protocols (Protocols directive). */
   protocols: readonly string[] | undefined;
   /** ErrorLogFormat items (compiled by the log module), undefined = default format. */
@@ -220,6 +224,8 @@ export function createCoreServerConfig(): CoreServerConfig {
     allowHttp09: undefined,
     registeredMethodsOnly: undefined,
     mergeTrailers: undefined,
+    strictHostCheck: undefined,
+    mergeSlashes: undefined,
     protocols: undefined,
     errorLogFormat: undefined,
     gprofDir: undefined,
@@ -239,6 +245,8 @@ export function mergeCoreServerConfig(base: Readonly<CoreServerConfig>, add: Rea
     allowHttp09: pick(add.allowHttp09, base.allowHttp09),
     registeredMethodsOnly: pick(add.registeredMethodsOnly, base.registeredMethodsOnly),
     mergeTrailers: pick(add.mergeTrailers, base.mergeTrailers),
+    strictHostCheck: pick(add.strictHostCheck, base.strictHostCheck),
+    mergeSlashes: pick(add.mergeSlashes, base.mergeSlashes),
     protocols: pick(add.protocols, base.protocols),
     errorLogFormat: pick(add.errorLogFormat, base.errorLogFormat),
     gprofDir: pick(add.gprofDir, base.gprofDir),

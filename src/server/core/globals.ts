@@ -23,7 +23,6 @@ export interface Globals {
   extendedStatus: boolean | undefined;
   /** SeeRequestTail: mod_status shows the last 63 characters of long request lines. */
   seeRequestTail: boolean;
-  mergeSlashes: boolean;
   registeredMethods: Set<string>;
   /** Directives accepted for compatibility with no run-time effect in plume. */
   recorded: string[];
@@ -40,7 +39,6 @@ export function globals(ctx: ConfigContext): Globals {
     gracefulShutdownTimeout: 0,
     extendedStatus: undefined,
     seeRequestTail: false,
-    mergeSlashes: true,
     registeredMethods: new Set(),
     recorded: [],
   }));

@@ -143,10 +143,11 @@ export function parseVhostAddr(text: string, defaultPort: number): ServerAddr | 
       else port = Number(ps);
     }
   }
-  if (host === '*' || host.toLowerCase() === '_default_') return { host: host === '*' ? '*' : '_default_', port, text };
+  const virthost = host.toLowerCase();
+  if (host === '*' || virthost === '_default_') return { host: host === '*' ? '*' : '_default_', port, text, virthost };
   const ip = resolveHostSync(host);
   if (ip === undefined) return `Cannot resolve host name ${host} --- ignoring!`;
-  return { host: ip, port, text };
+  return { host: ip, port, text, virthost };
 }
 
 function virtualHost(cmd: Cmd, raw: string): string | undefined {

@@ -39,11 +39,23 @@ export class VirtualHosts {
   }
 
   /** The server for a request: name-based among the candidates, else the first. */
-  select(candidates: readonly ServerRec[], host: string): ServerRec {
+  select(candidates: readonly ServerRec[], host: string, localPort: number): ServerRec {
     if (candidates.length === 0) return this.ctx.mainServer;
     if (candidates.length === 1 || host === '') return candidates[0]!;
+    return this.match(candidates, host, localPort) ?? candidates[0]!;
+  }
+
+  /** update_server_from_aliases: the first candidate whose ServerName or ServerAlias is
+   *  `host`, else the first whose <VirtualHost> address (on this port) was written as `host`;
+   *  with no candidates, the main server if its names match. undefined: no server matched
+   *  (StrictHostCheck answers 400). */
+  match(candidates: readonly ServerRec[], host: string, localPort: number): ServerRec | undefined {
+    if (candidates.length === 0) return this.ctx.mainServer.matchesName(host) ? this.ctx.mainServer : undefined;
     for (const v of candidates) if (v.matchesName(host)) return v;
-    return candidates[0]!;
+    for (const v of candidates) {
+      for (const a of v.addrs) if ((a.port === 0 || a.port === localPort) && a.virthost === host) return v;
+    }
+    return undefined;
   }
 }
 

@@ -24,7 +24,7 @@ import {
   parseStrictLength, isChunked, parseChunkSize, LOG_NAME_MAX_LEN, APR_EINVAL, APR_ENOSPC, APR_EGENERAL,
 } from './protocol.js';
 import { coreServer, coreDir } from '../core/config.js';
-import { APLOG_DEBUG, APLOG_INFO, APLOG_ERR } from '../log/levels.js';
+import { APLOG_DEBUG, APLOG_INFO, APLOG_WARNING, APLOG_ERR } from '../log/levels.js';
 import { scoreboard, type ScoreEntry } from '../../mpm/scoreboard.js';
 import { readShared } from './accept.js';
 import { resumeOptimisingCompiler } from '../startup-compiler.js';
@@ -185,6 +185,8 @@ export class HttpConnection implements ConnRec, Wire {
   private candidates: readonly ServerRec[];
   /** HttpProtocolOptions Strict (the default) of the server chosen by address. */
   private readonly strict: boolean;
+  /** StrictHostCheck of the server chosen by address. */
+  private readonly strictHost: boolean;
   /** The last line read by getLine and where the next one starts. */
   private lnText = '';
   private lnNext = 0;
@@ -221,7 +223,9 @@ export class HttpConnection implements ConnRec, Wire {
     this.localPort = socket.localPort ?? 0;
     this.candidates = rt.vhosts.candidates(this.localIp, this.localPort);
     this.baseServer = this.candidates[0] ?? rt.mainServer;
-    this.strict = coreServer(this.baseServer).strictProtocol !== false;
+    const baseConf = coreServer(this.baseServer);
+    this.strict = baseConf.strictProtocol !== false;
+    this.strictHost = baseConf.strictHostCheck === true;
     socket.setNoDelay(true);
     // The first connection a process serves turns V8's optimising compiler on (off since
     // startup: see startup-compiler.ts); from then on this is one test of a boolean.
@@ -976,7 +980,22 @@ export class HttpConnection implements ConnRec, Wire {
       if (hostname === '') hostname = undefined;
     }
     r.hostname = hostname ?? '';
-    r.server = this.rt.vhosts.select(this.candidates, r.hostname);
+    if (this.strictHost && hostname !== undefined) {
+      // StrictHostCheck (of the server chosen by address): the name must be one it knows.
+      const s = this.rt.vhosts.match(this.candidates, hostname, this.localPort);
+      if (s === undefined) {
+        r.server = this.baseServer;
+        if (this.candidates.length === 0) {
+          r.log('core', APLOG_WARNING, `AH10156: Requested hostname '${hostname}' did not match any ServerName/ServerAlias in the global server configuration `);
+        } else {
+          r.log('core', APLOG_WARNING, `AH10157: Requested hostname '${hostname}' did not match any ServerName/ServerAlias in the matching virtual host (default vhost for current connection is ${this.baseServer.defnFile}:${this.baseServer.defnLine})`);
+        }
+        return 400;
+      }
+      r.server = s;
+    } else {
+      r.server = this.rt.vhosts.select(this.candidates, r.hostname, this.localPort);
+    }
     if ((hostname === undefined && r.protoNum >= 1001) || (r.protoNum === 1001 && host === undefined)) {
       r.log('core', APLOG_DEBUG, `AH00569: client sent HTTP/1.1 request without hostname (see RFC2616 section 14.23): ${r.uri}`);
       return 400;

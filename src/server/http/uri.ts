@@ -4,7 +4,7 @@
 
 import type { Request } from '../request/request.js';
 import { APLOG_INFO, APLOG_ERR } from '../log/levels.js';
-import { coreDir } from '../core/config.js';
+import { coreDir, coreServer } from '../core/config.js';
 
 /** Removes "." and ".." segments; returns null when ".." would climb above "/". */
 export function normalizePath(p: string, mergeSlashes: boolean): string | null {
@@ -31,8 +31,9 @@ export function normalizePath(p: string, mergeSlashes: boolean): string | null {
 /** Decodes the URL path of a request; an HTTP status on failure. */
 export function decodeUrlPath(path: string, r?: Request): string | number {
   const ae = r ? coreDir({ perDirConfig: r.server.lookupDefaults }).allowEncodedSlashes ?? 'off' : 'off';
+  const merge = r ? coreServer(r.server).mergeSlashes !== false : true;
   // Normalise before decoding (the encoded form), as httpd 2.4.71 does.
-  const pre = normalizePath(path, true);
+  const pre = normalizePath(path, merge);
   if (pre === null) {
     r?.log('core', APLOG_ERR, `AH10244: invalid URI path (${r.unparsedUri})`);
     return 400;
@@ -65,7 +66,7 @@ export function decodeUrlPath(path: string, r?: Request): string | number {
     i += 2;
   }
   // Decoded dot segments must not climb either.
-  const post = normalizePath(out, true);
+  const post = normalizePath(out, merge);
   if (post === null) {
     r?.log('core', APLOG_ERR, `AH10244: invalid URI path (${r.unparsedUri})`);
     return 400;
