@@ -6,7 +6,7 @@ import type { Request } from './request/request.js';
 import type { CmdParms } from './config/cmd.js';
 import type { ServerRec } from './server-rec.js';
 import type { ConfigContext } from './config/context.js';
-import type { FilterSpec } from './filters.js';
+import type { FilterSpec, InputFilterSpec } from './filters.js';
 
 /** The plume module API version ("module magic number" major). A third-party module built
  *  for another major is refused, as httpd refuses a module built for another MMN. */
@@ -166,6 +166,8 @@ export interface ModuleDecl<SC = unknown, DC = unknown> {
   readonly providers?: readonly ProviderDecl[];
   /** Output filters by name (AddOutputFilter, SetOutputFilter, ap_add_output_filter). */
   readonly filters?: readonly FilterSpec[];
+  /** Input filters by name (AddInputFilter, SetInputFilter, ap_add_input_filter). */
+  readonly inputFilters?: readonly InputFilterSpec[];
 }
 
 /** A module as the server holds it: the declaration plus its index in config vectors. */

@@ -4,8 +4,9 @@
 
 import type { ConfigContext } from './config/context.js';
 import { buildHookLists, type HookLists } from './hooks.js';
-import type { FilterSpec, Brigade } from './filters.js';
-import { instantiate, insertFilter } from './filters.js';
+import type { FilterSpec, Brigade, FilterInstance, InputFilterSpec } from './filters.js';
+import { instantiate, instantiateInput, insertFilter } from './filters.js';
+import { readBody } from './http/http-in.js';
 import type { Request } from './request/request.js';
 import type { MaybePromise } from './module.js';
 import type { ServerRec } from './server-rec.js';
@@ -18,7 +19,10 @@ import { constructUrl } from './core/server-name.js';
 
 export class Runtime {
   readonly hooks: HookLists;
+  /** Output filters by lower-cased name (ap_register_output_filter's registry). */
   readonly filters = new Map<string, FilterSpec>();
+  /** Input filters by lower-cased name (a name space of their own, as in httpd). */
+  readonly inputFilterSpecs = new Map<string, InputFilterSpec>();
   readonly vhosts: VirtualHosts;
   /** Generation counter: caches keyed on configuration compare it. */
   readonly generation: number;
@@ -26,7 +30,10 @@ export class Runtime {
 
   constructor(readonly ctx: ConfigContext) {
     this.hooks = buildHookLists(ctx.loaded);
-    for (const m of ctx.loaded) for (const f of m.decl.filters ?? []) this.filters.set(f.name.toLowerCase(), f as FilterSpec);
+    for (const m of ctx.loaded) {
+      for (const f of m.decl.filters ?? []) this.filters.set(f.name.toLowerCase(), f as FilterSpec);
+      for (const f of m.decl.inputFilters ?? []) this.inputFilterSpecs.set(f.name.toLowerCase(), f as InputFilterSpec);
+    }
     this.vhosts = new VirtualHosts(ctx);
     this.generation = ++Runtime.generations;
   }
@@ -66,9 +73,63 @@ export class Runtime {
     return true;
   }
 
-  /** Adds a filter by spec (for modules that own the filter). */
-  addFilter<S>(r: Request, spec: FilterSpec<S>): void {
-    insertFilter(r.outputFilters, instantiate(spec, r) as never);
+  /** Adds a filter by spec (for modules that own the filter); returns its instance. */
+  addFilter<S>(r: Request, spec: FilterSpec<S>): FilterInstance<S> {
+    const f = instantiate(spec, r);
+    insertFilter(r.outputFilters, f as unknown as FilterInstance);
+    return f;
+  }
+
+  /** The output filter registered under `name` (ap_get_output_filter_handle). */
+  outputFilter(name: string): FilterSpec | undefined {
+    return this.filters.get(name.toLowerCase());
+  }
+
+  /** Takes the not yet started output filters named `name` out of r's chain
+   *  (ap_remove_output_filter_byhandle); true when one was there. */
+  removeOutputFilter(r: Request, name: string): boolean {
+    const lc = name.toLowerCase();
+    let found = false;
+    for (const f of r.outputFilters) {
+      if (f.spec.name.toLowerCase() === lc && !f.removed) { f.remove(); found = true; }
+    }
+    return found;
+  }
+
+  /** Adds a named input filter to the request (ap_add_input_filter); false if unknown. */
+  addInputFilter(r: Request, name: string): boolean {
+    const spec = this.inputFilterSpecs.get(name.toLowerCase());
+    if (!spec) return false;
+    this.addInputFilterSpec(r, spec);
+    return true;
+  }
+
+  /** Adds an input filter by spec. Filters added after the body started being read apply
+   *  to what is left of it. */
+  addInputFilterSpec<S>(r: Request, spec: InputFilterSpec<S>): void {
+    const f = instantiateInput(spec, r);
+    if (r.inputHead !== null) {
+      // The chain is linked: put the filter in place by type.
+      let prev: typeof r.inputHead | null = null;
+      let cur: typeof r.inputHead | null = r.inputHead;
+      while (cur !== null && cur.spec.type <= spec.type) { prev = cur; cur = cur.next; }
+      (f as unknown as { next: typeof cur }).next = cur;
+      if (prev === null) r.inputHead = f as never; else prev.next = f as never;
+      return;
+    }
+    insertFilter(r.inputFilters, f as never);
+  }
+
+  /** The next piece of the request body through r's input filters (ap_get_brigade). */
+  readBody(r: Request): Promise<Buffer | null> {
+    return readBody(r);
+  }
+
+  /** Runs a subrequest made by lookupUri/lookupFile (ap_run_sub_req): its handler's output
+   *  goes through its own filters, then into `next` (the calling filter's f.next), without
+   *  its EOS. Resolves to the handler's status (OK, or an error the caller reports). */
+  runSubRequest(sub: Request, next: FilterInstance | null): Promise<number> {
+    return lifecycle.runSubRequest(this, sub, next);
   }
 
   /** Absolute URL for a path on this server (ap_construct_url), honouring UseCanonicalName. */

@@ -496,8 +496,9 @@ function findCt(r: Request): number {
   // The answer may be the remembered one: the request gets its own list.
   r.contentLanguages = res.contentLanguages.length === 0 ? [] : res.contentLanguages.slice();
   r.handler = res.handler;
-  // httpd adds AddInputFilter's filters here too (ap_add_input_filter); plume's runtime has no
-  // per-request input filter chain yet, so they are not applied.
+  for (const name of res.inputFilters) {
+    if (!r.rt.addInputFilter(r, name)) r.log('core', APLOG_ERR, `AH00082: an unknown filter was not added: ${name}`);
+  }
   for (const name of res.outputFilters) {
     if (!r.rt.addOutputFilter(r, name)) r.log('core', APLOG_ERR, `AH00082: an unknown filter was not added: ${name}`);
   }

@@ -14,6 +14,7 @@ import { coreDir, coreServer, ETAG_UNSET, ETAG_BACKWARD } from './config.js';
 import { makeEtag, etagBitsFor } from '../http/etag.js';
 import { meetsConditions } from '../http/conditional.js';
 import { isKnownMethod, DEFAULT_LIMIT_REQUEST_BODY } from '../http/http-core.js';
+import { discardBody } from '../http/http-in.js';
 
 /** DocumentRoot + URI (httpd's core_translate). */
 export function translateName(r: Request): number {
@@ -64,6 +65,9 @@ export function standardAllow(r: Request): string {
  *  GET, HEAD and POST; OPTIONS gets the Allow list, unknown methods 501, others 405. */
 export function defaultHandler(r: Request): number | Promise<number> {
   if (r.body && !r.body.done) {
+    // Through the request's input filters when it has any (an INFLATE input filter stops a
+    // compressed bomb here too), as ap_discard_request_body reads.
+    if (r.inputFilters.length > 0) return discardBody(r).then((st) => (st !== OK ? st : serve(r)));
     return r.body.discard(coreDir(r).limitRequestBody ?? DEFAULT_LIMIT_REQUEST_BODY).then((st) => (st !== OK ? st : serve(r)));
   }
   return serve(r);

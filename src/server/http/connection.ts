@@ -15,6 +15,7 @@ import type { ServerRec } from '../server-rec.js';
 import { processRequest, die } from '../request/lifecycle.js';
 import { runAll } from '../hooks.js';
 import { OK, type MaybePromise } from '../module.js';
+import { FilterError } from '../filters.js';
 import { nowMicros } from '../log/time.js';
 import { decodeUrlPath } from './uri.js';
 import { markLengthUnknown } from './keepalive.js';
@@ -1095,38 +1096,39 @@ export class HttpConnection implements ConnRec, Wire {
       }
     };
     let started = false;
-    const take = async (limit: number, keep: boolean): Promise<Buffer | number> => {
+    // Where the reading stands: bytes left of a Content-Length body; for a chunked body the
+    // size line comes next (chunkLeft -1) or a chunk of chunkLeft bytes.
+    let left = length;
+    let total = 0;
+    /** The next piece of the body as it arrives (httpd's HTTP_IN filter, one read): null at
+     *  its end, a status number when reading failed. */
+    const next = async (limit: number): Promise<Buffer | null | number> => {
       if (failed) return failed;
-      if (done) return EMPTY;
-      if (!started) { started = true; conn.rtStartBody(r); }
-      // A body not read before an error response is not read at all (no 100 Continue).
-      if (r.status < 200 || r.status >= 300) {
-        if (r.expecting100) { done = true; return EMPTY; }
-      }
-      const parts: Buffer[] = [];
-      if (!chunkedBody) {
-        if (limit > 0 && length > limit) {
+      if (done) return null;
+      if (!started) {
+        started = true;
+        conn.rtStartBody(r);
+        // A body not read before an error response is not read at all (no 100 Continue).
+        if ((r.status < 200 || r.status >= 300) && r.expecting100) { done = true; return null; }
+        if (!chunkedBody && limit > 0 && length > limit) {
           r.log('http', APLOG_INFO, `AH01588: Requested content-length of ${length} is larger than the configured limit of ${limit}`);
           return fail(413);
         }
         continue100();
-        let left = length;
-        while (left > 0) {
-          if (conn.buf.length === 0) {
-            if (!(await more())) return cut();
-            continue;
-          }
-          const n = Math.min(left, conn.buf.length);
-          if (keep) parts.push(conn.buf.subarray(0, n));
-          conn.consume(n);
-          conn.bytesIn += n;
-          left -= n;
-        }
-        done = true;
-        return keep ? Buffer.concat(parts) : EMPTY;
       }
-      continue100();
-      let total = 0;
+      if (!chunkedBody) {
+        if (left <= 0) { done = true; return null; }
+        while (conn.buf.length === 0) {
+          if (!(await more())) return cut();
+        }
+        const n = Math.min(left, conn.buf.length);
+        const piece = conn.buf.subarray(0, n);
+        conn.consume(n);
+        conn.bytesIn += n;
+        left -= n;
+        if (left === 0) done = true;
+        return piece;
+      }
       for (;;) {
         // chunk-size [ BWS ] [ ";" ext ] CRLF
         let rv = conn.getLine(0, r.server.limitRequestFieldSize + 2, true);
@@ -1176,7 +1178,7 @@ export class HttpConnection implements ConnRec, Wire {
             }
           }
           done = true;
-          return keep ? Buffer.concat(parts) : EMPTY;
+          return null;
         }
         total += size;
         if (limit > 0 && total > limit) {
@@ -1190,17 +1192,33 @@ export class HttpConnection implements ConnRec, Wire {
           r.log('http', APLOG_INFO, 'AH01590: Error reading/parsing chunk  ', APR_EINVAL);
           return fail(400);
         }
-        if (keep) parts.push(conn.buf.subarray(0, size));
+        const piece = conn.buf.subarray(0, size);
         conn.consume(size + 2);
         conn.bytesIn += size + 2;
+        return piece;
       }
+    };
+    const take = async (limit: number, keep: boolean): Promise<Buffer | number> => {
+      const parts: Buffer[] = [];
+      for (;;) {
+        const v = await next(limit);
+        if (typeof v === 'number') return v;
+        if (v === null) break;
+        if (keep) parts.push(v);
+      }
+      return keep ? (parts.length === 1 ? parts[0]! : Buffer.concat(parts)) : EMPTY;
     };
     return {
       length, chunked: chunkedBody,
       get done() { return done; },
+      async next(limit: number): Promise<Buffer | null> {
+        const v = await next(limit);
+        if (typeof v === 'number') throw new FilterError(v);
+        return v;
+      },
       async read(limit: number): Promise<Buffer> {
         const v = await take(limit, true);
-        if (typeof v === 'number') throw Object.assign(new Error('body'), { status: v });
+        if (typeof v === 'number') throw new FilterError(v);
         return v;
       },
       async discard(limit: number): Promise<number> {

@@ -9,7 +9,7 @@ import type { Request } from '../request/request.js';
 import { APLOG_INFO } from '../log/levels.js';
 import type { Runtime } from '../runtime.js';
 import { globals } from '../core/globals.js';
-import type { Bucket } from '../filters.js';
+import { FilterError, type Bucket } from '../filters.js';
 
 /** LimitRequestBody when not configured (1 GiB since httpd 2.4.54; 0 = unlimited). */
 export const DEFAULT_LIMIT_REQUEST_BODY = 1073741824;
@@ -77,9 +77,11 @@ async function sendHttpTrace(r: Request): Promise<number> {
       return 413;
     }
     try {
-      echoed = await r.body.read(0);
+      // Through the input filters, as ap_get_client_block reads.
+      echoed = await r.readAll();
     } catch (e) {
-      return (e as { status?: number }).status ?? 400;
+      if (e instanceof FilterError) return e.status;
+      throw e;
     }
     if (echoed.length > 65536) {
       o.notes.set('error-notes', 'Extended TRACE request bodies cannot exceed 64k\n');

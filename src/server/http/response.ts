@@ -5,7 +5,7 @@
 import type { Runtime } from '../runtime.js';
 import type { Request } from '../request/request.js';
 import type { Brigade, Bucket, FilterInstance } from '../filters.js';
-import { linkChain, instantiate, insertFilter, EOS, FTYPE_PROTOCOL, FTYPE_NETWORK, type FilterSpec } from '../filters.js';
+import { linkChain, instantiate, insertFilter, endsResponse, EOS, FTYPE_CONTENT_SET, FTYPE_PROTOCOL, FTYPE_NETWORK, type FilterSpec } from '../filters.js';
 import { runVoid } from '../hooks.js';
 import { coreDir, coreServer } from '../core/config.js';
 import { globals } from '../core/globals.js';
@@ -238,9 +238,32 @@ const coreOutputFilter: FilterSpec<null> = {
   },
 };
 
+/** SUBREQ_CORE (httpd's ap_sub_req_output_filter): a subrequest's output goes on into the
+ *  parent's chain below the filter that ran it; its EOS stays behind. */
+const subreqCoreFilter: FilterSpec<null> = {
+  name: 'SUBREQ_CORE',
+  type: FTYPE_CONTENT_SET,
+  filter(f, bb) {
+    const r = f.r;
+    r.headersSent = true;
+    let out = bb;
+    if (endsResponse(bb)) { r.eosSent = true; out = bb.slice(0, -1); }
+    for (const b of out) if (b.kind === 'data') r.bytesSent += b.data.length; else if (b.kind === 'file') r.bytesSent += b.length;
+    if (out.length === 0 || r.subreqNext === null) return;
+    return r.subreqNext.spec.filter(r.subreqNext, out);
+  },
+};
+
 /** Links the request's chain on first use: module filters, byteranges, header, network. */
 function startChain(rt: Runtime, r: Request): FilterInstance {
   const chain = r.outputFilters;
+  if (r.subreqNext !== null) {
+    // A subrequest run into its parent's chain: its own content filters, then SUBREQ_CORE.
+    insertFilter(chain, instantiate(subreqCoreFilter as FilterSpec<unknown>, r));
+    const head = linkChain(chain)!;
+    r.filterHead = head;
+    return head;
+  }
   if (needsByterange(r)) insertFilter(chain, instantiate(byterangeFilter as FilterSpec<unknown>, r));
   insertFilter(chain, instantiate(httpHeaderFilter as FilterSpec<unknown>, r));
   insertFilter(chain, instantiate(coreOutputFilter as FilterSpec<unknown>, r));

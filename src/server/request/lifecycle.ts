@@ -14,6 +14,7 @@ import { dropsConnection } from '../http/keepalive.js';
 import { DEFAULT_LOG_LEVEL } from '../log/levels.js';
 import { decodeUrlPath } from '../http/uri.js';
 import { satisfies } from './satisfy.js';
+import type { FilterInstance } from '../filters.js';
 
 function declDie(r: Request, status: number, phase: string): number {
   if (status === DECLINED) {
@@ -114,8 +115,7 @@ function typePhase(rt: Runtime, r: Request): MaybePromise<number> {
  *  logs only a handler that was set. */
 function invokeHandler(rt: Runtime, r: Request): MaybePromise<number> {
   return then(runVoid(rt.hooks.insertFilter, r), () => {
-    const c = coreDir(r);
-    if (c.outputFilters !== undefined) for (const name of c.outputFilters) rt.addOutputFilter(r, name);
+    addConfiguredFilters(rt, r);
     const oldHandler = r.handler;
     if (r.handler === undefined) r.handler = r.contentType !== undefined ? handlerForType(r.contentType) : '';
     return then(runFirst(rt.hooks.handler, r), (res) => {
@@ -133,6 +133,22 @@ function invokeHandler(rt: Runtime, r: Request): MaybePromise<number> {
       return res;
     });
   });
+}
+
+/** SetOutputFilter and SetInputFilter (httpd's core_insert_filter, run after the modules'
+ *  insert_filter hooks here); an unknown name is logged as ap_add_*_filter logs it. */
+function addConfiguredFilters(rt: Runtime, r: Request): void {
+  const c = coreDir(r);
+  if (c.outputFilters !== undefined) {
+    for (const name of c.outputFilters) {
+      if (!rt.addOutputFilter(r, name)) r.log('core', APLOG_ERR, `AH00082: an unknown filter was not added: ${name}`);
+    }
+  }
+  if (c.inputFilters !== undefined) {
+    for (const name of c.inputFilters) {
+      if (!rt.addInputFilter(r, name)) r.log('core', APLOG_ERR, `AH00082: an unknown filter was not added: ${name}`);
+    }
+  }
 }
 
 /** The handler name a content type stands for: its media type, trailing blanks removed. */
@@ -327,6 +343,21 @@ export async function subRequestLookupUri(rt: Runtime, r: Request, uri: string):
   }
   n.status = st === OK ? 200 : st;
   return n;
+}
+
+/** ap_run_sub_req: the handler of a looked-up subrequest, its output into `next`. */
+export async function runSubRequest(rt: Runtime, sub: Request, next: FilterInstance | null): Promise<number> {
+  sub.subreqNext = next;
+  let st: number;
+  try {
+    st = await invokeHandler(rt, sub);
+  } catch (e) {
+    st = internalError(sub, e);
+  }
+  if (st === DONE) st = OK;
+  // ap_finalize_sub_req_protocol: the subrequest's EOS (SUBREQ_CORE drops it).
+  if (!sub.eosSent && (st === OK || sub.headersSent)) await finalizeResponse(rt, sub);
+  return st;
 }
 
 /** ap_sub_req_lookup_file: a subrequest for a file in r's directory. */

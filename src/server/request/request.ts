@@ -6,7 +6,7 @@ import type { Stats } from 'node:fs';
 import { HeaderTable } from './headers.js';
 import type { ServerRec } from '../server-rec.js';
 import type { Runtime } from '../runtime.js';
-import type { FilterInstance, Brigade } from '../filters.js';
+import type { FilterInstance, InputFilterInstance, Brigade } from '../filters.js';
 import { DEFAULT_LOG_LEVEL, levelFor, type LogLevelConfig } from '../log/levels.js';
 import type { MaybePromise } from '../module.js';
 import type { Wire } from '../http/wire.js';
@@ -58,8 +58,12 @@ export interface RequestBody {
   /** Declared Content-Length, or -1 for chunked. */
   readonly length: number;
   readonly chunked: boolean;
-  /** Reads the whole body (honouring LimitRequestBody: rejects with status 413). */
+  /** Reads the whole body (honouring LimitRequestBody: rejects with a FilterError, 413). */
   read(limit: number): Promise<Buffer>;
+  /** The next piece of the body as it arrives, null at its end (httpd's HTTP_IN filter);
+   *  rejects with a FilterError carrying the status (400, 408, 413). Modules read through
+   *  the input filter chain instead: `r.read()`. */
+  next(limit: number): Promise<Buffer | null>;
   /** Reads and drops the body (ap_discard_request_body); resolves to an HTTP status or OK. */
   discard(limit: number): Promise<number>;
   /** True once the body has been consumed. */
@@ -153,6 +157,13 @@ export class Request {
   outputFilters: FilterInstance[] = [];
   /** The first filter of the linked chain (set when the response starts). */
   filterHead: FilterInstance | null = null;
+  /** A subrequest run into its parent's chain: the filter its output goes to (SUBREQ_CORE). */
+  subreqNext: FilterInstance | null = null;
+
+  // ---- input ---------------------------------------------------------------------------------
+  inputFilters: InputFilterInstance[] = [];
+  /** The first input filter of the linked chain (set on the first read). */
+  inputHead: InputFilterInstance | null = null;
 
   constructor(
     readonly rt: Runtime,
@@ -174,6 +185,19 @@ export class Request {
   log(module: string, level: number, message: string, err?: { code: number; text: string }, source?: string): void {
     if (level > levelFor(this.logLevel, module)) return;
     this.rt.logRequest(this, module, level, message, err, source);
+  }
+
+  /** The next piece of the request body through the input filters (ap_get_brigade on
+   *  r->input_filters), null at its end; rejects with a FilterError (its status). */
+  read(): Promise<Buffer | null> {
+    return this.rt.readBody(this);
+  }
+
+  /** The whole request body through the input filters. */
+  async readAll(): Promise<Buffer> {
+    const parts: Buffer[] = [];
+    for (let b = await this.read(); b !== null; b = await this.read()) parts.push(b);
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
   }
 
   /** Sends a brigade down the output filter chain (ap_pass_brigade on r->output_filters). */
