@@ -15,7 +15,9 @@ import * as lifecycle from './request/lifecycle.js';
 import * as response from './http/response.js';
 import { coreDir, coreServer } from './core/config.js';
 import { VirtualHosts } from './core/vhosts.js';
-import { constructUrl } from './core/server-name.js';
+import { constructUrl, getServerName, getServerPort } from './core/server-name.js';
+import { serverBanner } from './version.js';
+import { globals } from './core/globals.js';
 
 export class Runtime {
   readonly hooks: HookLists;
@@ -135,6 +137,21 @@ export class Runtime {
   /** Absolute URL for a path on this server (ap_construct_url), honouring UseCanonicalName. */
   constructUrl(r: Request, uri: string): string {
     return constructUrl(r, uri);
+  }
+
+  /** ap_get_server_name (UseCanonicalName). */
+  serverName(r: Request): string {
+    return getServerName(r);
+  }
+
+  /** ap_get_server_port (UseCanonicalName, UseCanonicalPhysicalPort). */
+  serverPort(r: Request): number {
+    return getServerPort(r);
+  }
+
+  /** ap_get_server_banner: the product string per ServerTokens. */
+  serverBanner(): string {
+    return serverBanner(globals(this.ctx).serverTokens);
   }
 
   /** The ServerSignature footer for generated pages (ap_psignature). */

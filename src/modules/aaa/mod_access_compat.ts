@@ -23,7 +23,7 @@ import { registerSatisfy, type SatisfyMode } from '../../server/request/satisfy.
 import {
   envHas, maskFromScope, maskHas, registerCompatPrecedence, type MethodMask,
 } from './mod_authz_core.js';
-import { connAddr, inDomain, parseSubnet, subnetErrorText, subnetTest, type IpSubnet } from './ipsubnet.js';
+import { connAddr, inDomain, parseSubnet, subnetErrorText, subnetTest, type IpSubnet } from '../../lib/ipsubnet.js';
 import { REMOTE_DOUBLE_REV, getRemoteHost } from './remote-host.js';
 
 export type Order = 'deny,allow' | 'allow,deny' | 'mutual-failure';

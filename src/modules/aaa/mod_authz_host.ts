@@ -20,7 +20,7 @@ import {
 import {
   addrEqual, connAddr, connLocalAddr, inDomain, parseAddr, parseSubnet, subnetErrorText, subnetTest,
   type IpSubnet,
-} from './ipsubnet.js';
+} from '../../lib/ipsubnet.js';
 import { REMOTE_DOUBLE_REV, getRemoteHost } from './remote-host.js';
 import { parseRequireExpr } from './require-expr.js';
 import type { StringExpr } from './auth-string-expr.js';

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import {
   addrEqual, inDomain, parseAddr, parseIpv4, parseIpv6, parseSubnet, subnetErrorText, subnetTest,
-} from '../../../src/modules/aaa/ipsubnet.js';
+} from '../../../src/lib/ipsubnet.js';
 import { parseIpWord } from '../../../src/modules/aaa/mod_authz_host.js';
 import { parseFrom } from '../../../src/modules/aaa/mod_access_compat.js';
 import type { MethodMask } from '../../../src/modules/aaa/mod_authz_core.js';

@@ -1,0 +1,52 @@
+// PCRE patterns (httpd's ap_pregcomp) as JavaScript regular expressions: leading inline
+// options such as (?i) become flags, and PCRE spellings JavaScript lacks are rewritten
+// (\A \z \Z anchors, (?P<name> groups, POSIX [:classes:] in brackets). A pattern neither
+// accepts is refused: the caller reports "Failed to compile regular expression".
+
+const POSIX_CLASSES: Readonly<Record<string, string>> = {
+  alpha: 'a-zA-Z', digit: '0-9', alnum: 'a-zA-Z0-9', upper: 'A-Z', lower: 'a-z', space: ' \\t\\n\\r\\f\\v',
+  xdigit: '0-9A-Fa-f', punct: '!-\\/:-@\\[-`{-~', blank: ' \\t', cntrl: '\\x00-\\x1f\\x7f', print: ' -~', graph: '!-~',
+  word: '\\w',
+};
+
+export interface CompiledRegex {
+  readonly re: RegExp;
+  /** Capturing groups in the pattern (httpd's re_nsub). */
+  readonly groups: number;
+}
+
+/** Compiles a PCRE pattern; `flags` may hold 'i'. Null when it does not compile. */
+export function compilePcre(pattern: string, flags = ''): CompiledRegex | null {
+  let src = pattern;
+  let f = flags;
+  const m = /^\(\?([imsx]+)\)/.exec(src);
+  if (m) {
+    src = src.slice(m[0].length);
+    for (const c of m[1]!) {
+      if (c === 'x') src = src.replace(/\\#/g, '\u0000').replace(/#.*$/gm, '').replace(/\s+/g, '').replace(/\u0000/g, '\\#');
+      else if (!f.includes(c)) f += c;
+    }
+  }
+  if (src.includes('\\') || src.includes('(?P') || src.includes('[:')) {
+    src = src
+      .replace(/\\A/g, '^').replace(/\\[zZ]/g, '$')
+      .replace(/\(\?P</g, '(?<').replace(/\(\?P=(\w+)\)/g, '\\k<$1>')
+      .replace(/\[:(\^?)([a-z]+):\]/g, (all, neg: string, name: string) => {
+        const cls = POSIX_CLASSES[name];
+        return cls === undefined || neg !== '' ? all : cls;
+      });
+  }
+  let re: RegExp;
+  try {
+    re = new RegExp(src, f);
+  } catch {
+    return null;
+  }
+  let groups = 0;
+  try {
+    groups = new RegExp(src + '|', f).exec('')!.length - 1;
+  } catch {
+    groups = 0;
+  }
+  return { re, groups };
+}
