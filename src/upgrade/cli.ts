@@ -1,7 +1,7 @@
 // plume upgrade: the httpd 2.2 -> 2.4 upgrade assistant's command line.
 //   plume upgrade [--check | --diff | --write] [--output FILE] [--format text|json]
 //                 [--htaccess [DIR]]... [--keep-2.2-defaults] [--no-comments]
-//                 [--mpm prefork|worker|event] [-d SERVERROOT] FILE...
+//                 [--mpm prefork|worker|event] [-d SERVERROOT] [-D NAME]... FILE...
 // Exit status: 0 done (and, with --check, nothing to change); 1 --check found something to
 // change, or usage errors; 2 a configuration could not be read (nothing is written then).
 
@@ -24,13 +24,14 @@ const processIo: Io = {
 
 const USAGE = `Usage: plume upgrade [--check | --diff | --write] [--output FILE] [--format text|json]
                      [--htaccess [DIR]]... [--keep-2.2-defaults] [--no-comments]
-                     [--mpm prefork|worker|event] [-d SERVERROOT] FILE...
+                     [--mpm prefork|worker|event] [-d SERVERROOT] [-D NAME]... FILE...
 Upgrades an httpd 2.2 configuration (and the files it includes) to 2.4.
   (default)           list the findings: file:line, severity, rule, what changed and how
   --check             exit 1 when something must change, 0 when the input is clean 2.4
   --diff              print a unified diff of every file that changes
   --write             rewrite the files in place, keeping FILE.bak
-  --output FILE       write the upgraded main file to FILE (included files are not written)
+  --output PATH       write the upgraded configuration elsewhere: the main file to PATH, or, when
+                      it includes other files (or .htaccess files), the whole tree under directory PATH
   --format json       findings as a JSON array of {file, line, rule, severity, message, before, after}
   --htaccess [DIR]    also upgrade the .htaccess files under DIR (repeatable); without DIR,
                       under every DocumentRoot and <Directory> that allows overrides
@@ -38,6 +39,7 @@ Upgrades an httpd 2.2 configuration (and the files it includes) to 2.4.
   --no-comments       do not mark rewrites with "# plume upgrade: <rule>" comments
   --mpm NAME          the MPM 2.2 was built with (default prefork)
   -d SERVERROOT       resolve relative paths (Include...) against SERVERROOT
+  -D NAME             read <IfDefine NAME> sections as defined (as httpd -D NAME)
 `;
 
 export interface Args {
@@ -60,6 +62,7 @@ export function parseUpgradeArgs(argv: readonly string[]): Args | string {
   let serverRoot: string | undefined;
   let mpm: UpgradeOptions['mpm'] = 'prefork';
   const skip: string[] = [];
+  const defines: string[] = [];
   const setMode = (m: Args['mode']): string | undefined => {
     if (mode !== 'report' && mode !== m) return `--${m} cannot be combined with --${mode}`;
     mode = m;
@@ -75,7 +78,7 @@ export function parseUpgradeArgs(argv: readonly string[]): Args | string {
       i++;
       return v;
     };
-    const name = a.startsWith('--') && a.includes('=') ? a.slice(0, a.indexOf('=')) : a;
+    const name = a.startsWith('--') && a.includes('=') ? a.slice(0, a.indexOf('=')) : /^-D./.test(a) ? '-D' : a;
     let e: string | undefined;
     switch (name) {
       case '--check': e = setMode('check'); break;
@@ -114,6 +117,12 @@ export function parseUpgradeArgs(argv: readonly string[]): Args | string {
         skip.push(...v.split(','));
         break;
       }
+      case '-D': {
+        const v = a.length > 2 && !a.startsWith('--') ? a.slice(2) : value();
+        if (v === undefined || v === '') return '-D needs a name';
+        defines.push(v);
+        break;
+      }
       case '-d': case '--server-root': {
         const v = value();
         if (v === undefined) return `${a} needs a directory`;
@@ -132,7 +141,7 @@ export function parseUpgradeArgs(argv: readonly string[]): Args | string {
   if (output !== undefined && mode === 'write') return '--output cannot be combined with --write';
   return {
     mode, output, format, files,
-    opts: { ...DEFAULT_OPTIONS, comments, keep22Defaults: keep, htaccess, serverRoot, mpm, skip },
+    opts: { ...DEFAULT_OPTIONS, comments, keep22Defaults: keep, htaccess, serverRoot, mpm, skip, defines },
   };
 }
 
@@ -148,8 +157,13 @@ export function upgradeConfiguration(file: string, opts: UpgradeOptions): Upgrad
 }
 
 /** Writes a file through a temporary file and rename, keeping the original as FILE.bak. */
-export function writeAtomically(file: string, text: string, keepBackup: boolean): string | undefined {
-  const st = fs.statSync(file);
+export function writeAtomically(file: string, text: string, keepBackup: boolean, create = false): string | undefined {
+  let mode = 0o644;
+  try {
+    mode = fs.statSync(file).mode;
+  } catch (e) {
+    if (!create) throw e;
+  }
   let bak: string | undefined;
   if (keepBackup) {
     bak = `${file}.bak`;
@@ -158,7 +172,7 @@ export function writeAtomically(file: string, text: string, keepBackup: boolean)
   }
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.plume-upgrade-${process.pid}.tmp`);
   try {
-    const fd = fs.openSync(tmp, 'wx', st.mode & 0o7777);
+    const fd = fs.openSync(tmp, 'wx', mode & 0o7777);
     try {
       fs.writeFileSync(fd, text);
       fs.fsyncSync(fd);
@@ -171,6 +185,28 @@ export function writeAtomically(file: string, text: string, keepBackup: boolean)
     throw e;
   }
   return bak;
+}
+
+/** The directory that holds every one of these files. */
+function commonDir(files: readonly string[]): string {
+  let dir = path.dirname(files[0]!);
+  for (const f of files) while (dir !== '/' && !f.startsWith(dir + '/')) dir = path.dirname(dir);
+  return dir;
+}
+
+/** Writes a configuration tree under `out` (created; it must be empty or new). */
+export function writeTree(out: string, files: readonly { path: string; text: string }[]): string | undefined {
+  if (fs.existsSync(out)) {
+    if (!fs.statSync(out).isDirectory()) return `--output ${out}: the configuration has ${files.length} files (Include, .htaccess), so --output names a directory, and ${out} is a file`;
+    if (fs.readdirSync(out).length > 0) return `--output ${out}: the directory is not empty`;
+  }
+  const base = commonDir(files.map((f) => f.path));
+  for (const f of files) {
+    const to = path.join(out, path.relative(base, f.path));
+    fs.mkdirSync(path.dirname(to), { recursive: true });
+    writeAtomically(to, f.text, false, true);
+  }
+  return undefined;
 }
 
 export async function upgradeMain(argv: string[], io: Io = processIo): Promise<number> {
@@ -223,11 +259,15 @@ export async function upgradeMain(argv: string[], io: Io = processIo): Promise<n
     default: {
       if (a.output !== undefined) {
         const u = runs[0]!;
-        fs.writeFileSync(`${a.output}.plume-upgrade-${process.pid}.tmp`, u.main.text());
-        fs.renameSync(`${a.output}.plume-upgrade-${process.pid}.tmp`, a.output);
-        const others = changed.filter((d) => d !== u.main);
-        if (others.length > 0) {
-          io.err(`plume upgrade: ${others.length} other file(s) also change (${others.map((d) => d.display).join(', ')}); use --write or --diff for them.\n`);
+        const all = [...u.docs, ...u.htaccess];
+        if (all.length === 1) {
+          writeAtomically(a.output, u.main.text(), false, true);
+        } else {
+          // A configuration of several files: the whole tree goes to a directory, each file at
+          // its place relative to the directory that holds them all.
+          const e = writeTree(a.output, all.map((d) => ({ path: d.path, text: d.text() })));
+          if (e) { io.err(`plume upgrade: ${e}\n`); return 1; }
+          io.err(`plume upgrade: wrote ${all.length} files (${changed.length} changed) under ${a.output}/\n`);
         }
       }
       if (a.format === 'json') io.out(formatJson(findings));

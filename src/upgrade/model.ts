@@ -45,10 +45,12 @@ export interface UpgradeOptions {
   readonly mpm: 'prefork' | 'worker' | 'event';
   /** Rules to skip (ids or family prefixes ending in "."); used by the corpus recorder. */
   readonly skip: readonly string[];
+  /** Names defined with -D: <IfDefine> follows them. */
+  readonly defines: readonly string[];
 }
 
 export const DEFAULT_OPTIONS: UpgradeOptions = {
-  comments: true, keep22Defaults: false, htaccess: undefined, serverRoot: undefined, mpm: 'prefork', skip: [],
+  comments: true, keep22Defaults: false, htaccess: undefined, serverRoot: undefined, mpm: 'prefork', skip: [], defines: [],
 };
 
 /** The marker comment written above each rewrite. */

@@ -180,7 +180,8 @@ function normDir(p: string, root: string): string {
 }
 
 /** Builds the model of a configuration (server configuration plus the .htaccess files read). */
-export function buildModel(u: Upgrade, opts: ModelOptions = MODEL_22): Model {
+export function buildModel(u: Upgrade, base: ModelOptions = MODEL_22): Model {
+  const opts: ModelOptions = { ...base, defines: [...base.defines, ...u.opts.defines] };
   const loaded = new Set<string>([...opts.staticModules, ...u.loadedModules()]);
   const sections: AccessSection[] = [];
   let order = 0;

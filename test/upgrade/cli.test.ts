@@ -3,7 +3,7 @@
  * nothing written), --write (FILE.bak, temporary file + rename), --output, --format json,
  * --diff, --htaccess, and the subcommand as bin/plume runs it.
  */
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -14,8 +14,15 @@ import { upgradeMain, type Io } from '../../src/upgrade/cli.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
+const roots: string[] = [];
+after(() => { for (const r of roots) fs.rmSync(r, { recursive: true, force: true }); });
+function cleanup(root: string): void {
+  fs.rmSync(root, { recursive: true, force: true });
+}
+
 function tree(files: Record<string, string>): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-upgrade-cli-'));
+  roots.push(root);
   for (const [rel, text] of Object.entries(files)) {
     const p = path.join(root, rel);
     fs.mkdirSync(path.dirname(p), { recursive: true });
@@ -129,13 +136,45 @@ test('unclosed section and missing include: exit 2 with file and line', async ()
   assert.match(r.err, /httpd\.conf:3: could not open configuration file/);
 });
 
-test('--output writes the upgraded main file elsewhere and names the other files that change', async () => {
-  const root = tree({ 'httpd.conf': CONF22, 'conf/extra/status.conf': EXTRA });
+test('--output: a single-file configuration is written to FILE', async () => {
+  const root = tree({ 'httpd.conf': 'MaxClients 5\n' });
   const r = await run(['--output', 'new.conf', 'httpd.conf'], root);
   assert.equal(r.code, 0);
-  assert.match(fs.readFileSync(path.join(root, 'new.conf'), 'utf8'), /MaxRequestWorkers 10/);
-  assert.equal(fs.readFileSync(path.join(root, 'httpd.conf'), 'utf8'), CONF22.replaceAll('@ROOT@', root));
-  assert.match(r.err, /conf\/extra\/status\.conf/);
+  assert.match(fs.readFileSync(path.join(root, 'new.conf'), 'utf8'), /MaxRequestWorkers 5/);
+  assert.equal(fs.readFileSync(path.join(root, 'httpd.conf'), 'utf8'), 'MaxClients 5\n');
+  cleanup(root);
+});
+
+test('--output: a configuration with Include files is written whole to a directory (issue 19 item 20)', async () => {
+  const root = tree({ 'httpd.conf': CONF22, 'conf/extra/status.conf': EXTRA, 'conf/extra/same.conf': 'ServerAdmin a@b.example\n' });
+  const before = snapshot(root);
+  const r = await run(['--output', path.join(root, 'out'), 'httpd.conf'], root);
+  assert.equal(r.code, 0, r.err);
+  const out = snapshot(path.join(root, 'out'));
+  assert.deepEqual([...out.keys()].sort(), ['conf/extra/same.conf', 'conf/extra/status.conf', 'httpd.conf']);
+  assert.match(out.get('httpd.conf')!, /MaxRequestWorkers 10/);
+  assert.match(out.get('conf/extra/status.conf')!, /Require ip 127\.0\.0\.1/);
+  assert.equal(out.get('conf/extra/same.conf'), 'ServerAdmin a@b.example\n');
+  for (const [k, v] of before) assert.equal(fs.readFileSync(path.join(root, k), 'utf8'), v, `${k} untouched`);
+  // An existing file cannot take a tree.
+  const again = await run(['--output', 'httpd.conf', 'httpd.conf'], root);
+  assert.equal(again.code, 1);
+  assert.match(again.err, /names a directory/);
+  cleanup(root);
+});
+
+test('-D NAME: <IfDefine NAME> sections are read as defined (issue 19 item 20)', async () => {
+  const conf = 'ServerRoot "@ROOT@"\nDocumentRoot "@ROOT@/htdocs"\n<IfDefine SECURE>\n<Directory "@ROOT@/htdocs/admin">\n    Order deny,allow\n    Deny from all\n</Directory>\n</IfDefine>\n';
+  const root = tree({ 'httpd.conf': conf });
+  const without = await run(['httpd.conf'], root);
+  assert.doesNotMatch(without.out, /\[access\.require\]/);
+  assert.match(without.out, /\[modules\.access-compat\]/);
+  const r = await run(['-D', 'SECURE', 'httpd.conf'], root);
+  assert.match(r.out, /^httpd\.conf:5: change \[access\.require\]/m);
+  assert.doesNotMatch(r.out, /\[modules\.access-compat\]/);
+  const joined = await run(['-DSECURE', 'httpd.conf'], root);
+  assert.equal(joined.out, r.out);
+  cleanup(root);
 });
 
 test('--format json: an array of {file, line, rule, severity, message, before, after}', async () => {

@@ -177,11 +177,30 @@ test('renderState: methods that decide differently are split with <Limit>/<Limit
 });
 
 test('FilterProvider: 2.2 dispatch and match as a 2.4 expression', () => {
-  assert.equal(filterExpression('resp=Content-Type', '$text/html'), '%{CONTENT_TYPE} =~ m#text/html#');
+  assert.equal(filterExpression('resp=Content-Type', '$text/html'), '%{CONTENT_TYPE} =~ m#text/html#i');
   assert.equal(filterExpression('req=User-Agent', '/MSIE 6/'), '%{req:User-Agent} =~ m#MSIE 6#');
-  assert.equal(filterExpression('env=no-gzip', '!*'), '!(-n %{env:no-gzip})');
+  assert.equal(filterExpression('env=no-gzip', '!*'), '-z %{reqenv:no-gzip}');
   assert.equal(filterExpression('Content-Length', '>=1024'), '%{resp:Content-Length} -ge 1024');
-  assert.equal(filterExpression('handler', 'server-status'), "%{HANDLER} == 'server-status'");
+  assert.equal(filterExpression('handler', 'server-status'), '%{HANDLER} =~ m#^server-status$#i');
+});
+
+test('FilterProvider: 2.2 match semantics kept (issue 19 item 17)', () => {
+  // $str: a case-insensitive substring test (2.2 lowercases both sides).
+  assert.equal(filterExpression('Content-Type', '$TEXT/'), '%{CONTENT_TYPE} =~ m#TEXT/#i');
+  assert.equal(filterExpression('Content-Type', '$a.b'), '%{CONTENT_TYPE} =~ m#a\\.b#i');
+  // /re/i keeps its flag; the regex runs to the last slash.
+  assert.equal(filterExpression('req=User-Agent', '/MSIE/i'), '%{req:User-Agent} =~ m#MSIE#i');
+  assert.equal(filterExpression('Content-Type', '/^text/html/'), '%{CONTENT_TYPE} =~ m#^text/html#');
+  // =N: atoi() of both sides ("=text/html" compares with 0, which an unset value does not match).
+  assert.equal(filterExpression('Content-Type', '=text/html'), '-n %{CONTENT_TYPE} && %{CONTENT_TYPE} -eq 0');
+  assert.equal(filterExpression('resp=Content-Length', '=512'), '%{resp:Content-Length} -eq 512');
+  assert.equal(filterExpression('resp=Content-Length', '<100'), '-n %{resp:Content-Length} && %{resp:Content-Length} -lt 100');
+  assert.equal(filterExpression('resp=Content-Length', '!<100'), '-z %{resp:Content-Length} || !(%{resp:Content-Length} -lt 100)');
+  // A plain value: case-insensitive comparison of the whole value.
+  assert.equal(filterExpression('resp=X-Mode', 'Gzip'), '%{resp:X-Mode} =~ m#^Gzip$#i');
+  assert.equal(filterExpression('resp=X-Mode', '!Gzip'), '!(%{resp:X-Mode} =~ m#^Gzip$#i)');
+  assert.equal(filterExpression('bogus=X', 'y'), undefined);
+  assert.equal(filterExpression('Content-Type', '/no-end'), undefined);
 });
 
 test('Mutex mechanisms: 2.2 lock files become 2.4 directories', () => {

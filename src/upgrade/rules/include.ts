@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { ConfigNode } from '../../server/config/tree.js';
 import type { Doc } from '../doc.js';
 import type { Rule } from '../model.js';
-import { atServerLevel, is, textOf, words, type Upgrade } from '../engine.js';
+import { is, textOf, vhostOf, words, type Ref, type Upgrade } from '../engine.js';
 
 export interface IncludesDir {
   /** The <Directory> section, or undefined for a .htaccess file. */
@@ -115,21 +115,32 @@ function ssiLegacyExpr(u: Upgrade): void {
   }
 }
 
+/** The DocumentRoot that serves a node's server (its virtual host's, else the main server's;
+ *  2.2's default when none is set). */
+function documentRootFor(u: Upgrade, ref: Ref): string {
+  const vh = vhostOf(ref);
+  const roots = u.named('DocumentRoot').filter((r) => r.doc.kind !== 'htaccess');
+  const own = vh ? roots.filter((r) => vhostOf(r) === vh).pop() : undefined;
+  const main = roots.filter((r) => vhostOf(r) === undefined).pop();
+  const w = words((own ?? main)?.node ?? { args: '' } as ConfigNode)[0];
+  return path.resolve(u.serverRoot, w ?? 'htdocs');
+}
+
 function errorDocuments(u: Upgrade): void {
   const rule = 'include.error-documents';
   const dirs = includesDirectories(u);
   if (dirs.length === 0) return;
   const aliases = u.named('Alias').map((r) => words(r.node)).filter((w) => w.length >= 2);
   for (const r of u.named('ErrorDocument')) {
-    const target = words(r.node)[1] ?? '';
+    const target = (words(r.node)[1] ?? '').replace(/[?#].*$/, '');
     if (!target.startsWith('/')) continue;
-    const alias = aliases.find((w) => target.startsWith(w[0]!));
-    const file = alias ? path.join(alias[1]!, target.slice(alias[0]!.length)) : undefined;
-    const inSsi = file !== undefined && dirs.some((d) => file.startsWith(d.dir + path.sep) || file === d.dir);
+    // The URL maps through an Alias, else under the DocumentRoot of the server it belongs to.
+    const alias = aliases.find((w) => target === w[0] || target.startsWith(w[0]!.endsWith('/') ? w[0]! : `${w[0]}/`));
+    const file = alias ? path.join(alias[1]!, target.slice(alias[0]!.length)) : path.join(documentRootFor(u, r), target);
+    const inSsi = dirs.some((d) => file.startsWith(d.dir + path.sep) || file === d.dir);
     if (!inSsi) continue;
-    if (!atServerLevel(r) && r.doc.kind === 'htaccess') continue;
     u.report(rule, r, 'note',
-      `This error document is served from a directory where mod_include runs: 2.4 evaluates its "#if expr" elements with the new parser, so pages written for 2.2 (such as 2.2's multi-language error pages) need the new syntax or SSILegacyExprParser on for that directory.`,
+      `This error document (${file}) is served from a directory where mod_include runs: 2.4 evaluates its "#if expr" elements with the new parser, so pages written for 2.2 (such as 2.2's multi-language error pages) need the new syntax or SSILegacyExprParser on for that directory.`,
       textOf(r.node), '');
     return;
   }

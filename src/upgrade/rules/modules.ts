@@ -5,6 +5,8 @@
 
 import type { Rule } from '../model.js';
 import { readBy24, textOf, words, type Ref, type Upgrade } from '../engine.js';
+import { conditionHolds, type ModelOptions } from '../scope.js';
+import { DIRECTIVE_MODULES } from '../directive-modules.js';
 
 /** httpd 2.2's standard modules (the modules/ tree of 2.2.x). */
 const STANDARD_22 = new Set([
@@ -270,6 +272,103 @@ function substituteNote(u: Upgrade): void {
     'mod_substitute limits a line to 1 MB in 2.4 (SubstituteMaxLineLength); responses with longer lines fail instead of being rewritten.', textOf(subst.node), '');
 }
 
+
+// ---- every module the 2.4 configuration needs ------------------------------------------------
+
+/** Modules another module needs loaded in 2.4 (its providers, its shared memory, its base). */
+const DEPENDS: Readonly<Record<string, readonly string[]>> = {
+  proxy_balancer_module: ['proxy_module', 'slotmem_shm_module'],
+  lbmethod_byrequests_module: ['proxy_balancer_module'],
+  lbmethod_bytraffic_module: ['proxy_balancer_module'],
+  lbmethod_bybusyness_module: ['proxy_balancer_module'],
+  lbmethod_heartbeat_module: ['proxy_balancer_module'],
+  proxy_http_module: ['proxy_module'], proxy_ftp_module: ['proxy_module'], proxy_connect_module: ['proxy_module'],
+  proxy_ajp_module: ['proxy_module'], proxy_scgi_module: ['proxy_module'], proxy_fcgi_module: ['proxy_module'],
+  proxy_uwsgi_module: ['proxy_module'], proxy_wstunnel_module: ['proxy_module'], proxy_express_module: ['proxy_module'],
+  proxy_fdpass_module: ['proxy_module'], proxy_http2_module: ['proxy_module'],
+  proxy_hcheck_module: ['proxy_module', 'watchdog_module'],
+  proxy_html_module: ['xml2enc_module'],
+  cache_disk_module: ['cache_module'], cache_socache_module: ['cache_module'],
+  dav_fs_module: ['dav_module'], dav_lock_module: ['dav_module'],
+  authnz_ldap_module: ['ldap_module'],
+  authn_dbd_module: ['dbd_module'], authz_dbd_module: ['dbd_module'], session_dbd_module: ['session_module', 'dbd_module'],
+  session_cookie_module: ['session_module'], session_crypto_module: ['session_module'],
+  heartbeat_module: ['watchdog_module'], heartmonitor_module: ['watchdog_module'],
+};
+
+/** Module symbols 2.4 builds always compile in. */
+const STATIC_24 = ['core_module', 'so_module', 'http_core_module'];
+
+/** socache provider names (SSLSessionCache, SSLStaplingCache, AuthnCacheSOCache, CacheSocache). */
+const SOCACHE: Readonly<Record<string, string>> = {
+  shmcb: 'socache_shmcb_module', dbm: 'socache_dbm_module', memcache: 'socache_memcache_module', dc: 'socache_dc_module', redis: 'socache_redis_module',
+};
+
+/** Authentication providers (AuthBasicProvider, AuthDigestProvider). */
+const AUTHN_PROVIDERS: Readonly<Record<string, string>> = {
+  file: 'authn_file_module', dbm: 'authn_dbm_module', anon: 'authn_anon_module', dbd: 'authn_dbd_module', ldap: 'authnz_ldap_module', socache: 'authn_socache_module',
+};
+
+/** Whether 2.4 reads a node, given the modules loaded and the -D names: every enclosing
+ *  <IfModule>/<IfDefine>/<IfVersion> holds, and it is not the 2.2 branch of a dual section. */
+function readWith(ref: Ref, loaded: ReadonlySet<string>, opts: ModelOptions): boolean {
+  if (!readBy24(ref)) return false;
+  return ref.sections.every((s) => !/^(ifmodule|ifdefine|ifversion)$/i.test(s.name) || conditionHolds(s, loaded, opts));
+}
+
+/** The modules a directive needs in 2.4 beyond the one that provides it. */
+function providersOf(ref: Ref): { symbol: string; why: string }[] {
+  const n = ref.node.name.toLowerCase();
+  const w = words(ref.node);
+  const out: { symbol: string; why: string }[] = [];
+  if (n === 'sslsessioncache' || n === 'sslstaplingcache' || n === 'authncachesocache' || n === 'cachesocache') {
+    const name = (w[0] ?? '').replace(/:.*$/, '').toLowerCase();
+    const sym = SOCACHE[name === 'shm' || name === 'shmht' ? 'shmcb' : name];
+    if (sym) out.push({ symbol: sym, why: `${ref.node.name} ${name} needs the socache provider "${name}", a module of its own in 2.4` });
+  }
+  if (n === 'authbasicprovider' || n === 'authdigestprovider') {
+    for (const p of w) {
+      const sym = AUTHN_PROVIDERS[p.toLowerCase()];
+      if (sym) out.push({ symbol: sym, why: `${ref.node.name} ${p} needs the "${p}" authentication provider` });
+    }
+  }
+  if (n === 'authtype' && /^basic$/i.test(w[0] ?? '')) out.push({ symbol: 'auth_basic_module', why: 'AuthType Basic is provided by mod_auth_basic' });
+  if (n === 'authtype' && /^digest$/i.test(w[0] ?? '')) out.push({ symbol: 'auth_digest_module', why: 'AuthType Digest is provided by mod_auth_digest' });
+  if (n === 'cacheenable' && /^socache$/i.test(w[0] ?? '')) out.push({ symbol: 'cache_socache_module', why: 'CacheEnable socache needs mod_cache_socache' });
+  return out;
+}
+
+/** Every directive 2.4 reads must come from a loaded module, and every loaded module must have
+ *  the modules it depends on: the LoadModule lines missing are added (issue 19 item 16). */
+function needed(u: Upgrade): void {
+  const rule = 'modules.needed';
+  const opts: ModelOptions = { version: '2.4.71', staticModules: STATIC_24, defines: u.opts.defines };
+  for (let round = 0; round < 8; round++) {
+    const loaded = new Set([...STATIC_24, ...u.loadedModules()]);
+    const want = new Map<string, { why: string; at: Ref | undefined }>();
+    for (const r of u.allRefs()) {
+      if (r.node.kind !== 'directive' && r.node.kind !== 'section') continue;
+      if (!readWith(r, loaded, opts)) continue;
+      const name = r.node.name.toLowerCase();
+      if (r.node.kind === 'directive' && name === 'loadmodule') continue;
+      const sym = DIRECTIVE_MODULES[name];
+      if (sym && !loaded.has(sym) && !want.has(sym)) want.set(sym, { why: `${r.node.kind === 'section' ? `<${r.node.name}>` : r.node.name} is provided by mod_${base(sym)} in 2.4 ("Invalid command '${r.node.kind === 'section' ? `<${r.node.name}` : r.node.name}'" without it)`, at: r });
+      if (r.node.kind === 'directive') for (const p of providersOf(r)) if (!loaded.has(p.symbol) && !want.has(p.symbol)) want.set(p.symbol, { why: p.why, at: r });
+    }
+    for (const m of loaded) {
+      for (const d of DEPENDS[m] ?? []) if (!loaded.has(d) && !want.has(d)) want.set(d, { why: `mod_${base(m)} needs mod_${base(d)} in 2.4`, at: undefined });
+    }
+    if (want.size === 0) return;
+    for (const [sym, w] of want) {
+      const line = `LoadModule ${sym} ${u.moduleDir()}mod_${base(sym)}.so`;
+      const guard = OFTEN_BUILT_IN.has(sym);
+      const ref = u.addLoadModules([{ symbol: sym, file: `mod_${base(sym)}.so`, guard }], rule, w.why.replace(/ \(.*$/, ''));
+      u.report(rule, ref ?? { doc: u.main, line: 0 }, 'change',
+        `${w.why}${w.at ? ` (${w.at.doc.display}:${w.at.node.line})` : ''}.`, '', guard ? `<IfModule !${sym}>\n    ${line}\n</IfModule>` : line);
+    }
+  }
+}
+
 export const modulesRules: Rule[] = [
   { id: 'modules.removed', title: 'LoadModule of modules 2.4 removed (authn_default, authz_default, authn_alias)', spec: ['2.3 AuthnProviderAlias', '9.1 versions'], run: removed },
   { id: 'modules.cache-disk', title: 'mod_disk_cache -> mod_cache_disk, mod_mem_cache removed', spec: ['2.4 mod_cache_disk, mod_lbmethod_bybusyness', '9.4 built separately'], run: cacheDisk },
@@ -282,6 +381,7 @@ export const modulesRules: Rule[] = [
   { id: 'modules.authz-providers', title: 'The modules of the Require providers used (mod_authz_host ...)', spec: ['2.4 mod_authz_host'], run: authzProviders },
   { id: 'modules.access-compat', title: 'mod_access_compat only while something kept needs it', spec: ['2.4 mod_access_compat', '5.2 rule 4', '7.1 Invalid command \'Require\' or \'Order\''], run: accessCompat },
   { id: 'modules.filter', title: 'mod_filter for AddOutputFilterByType and FilterProvider', spec: ['2.3 AddOutputFilterByType', '2.4 mod_filter', '7.1 Invalid command \'AddOutputFilterByType\''], run: filter },
+  { id: 'modules.needed', title: 'Every module the 2.4 configuration needs (directives, providers, dependencies)', spec: ['9.4 built separately', '7.1 Invalid command \'User\''], run: needed },
   { id: 'modules.dav-lockdb', title: 'DavLockDB: delete the 2.2 lock database', spec: ['2.4 mod_dav_fs'], run: davLockDb },
   { id: 'modules.third-party', title: 'Third-party modules must be rebuilt for 2.4', spec: ['9.2 recompiled'], run: thirdParty },
   { id: 'modules.deflate', title: 'mod_deflate skips compression that would not pay', spec: ['2.4 mod_deflate'], run: deflateNote },

@@ -141,7 +141,23 @@ function dnMessage(why: string): string {
     + 'SSLOptions +LegacyDNStringFormat restores it.';
 }
 
+/** 2.2's "shm:" and "shmht:" session caches: 2.4 has only the shmcb socache provider (its
+ *  "shm" name is gone), so the cache is written as shmcb with the same file and size. */
+function sessionCacheShm(u: Upgrade): void {
+  const rule = 'ssl.session-cache-shm';
+  for (const r of u.named('SSLSessionCache')) {
+    const arg = words(r.node)[0] ?? '';
+    const m = /^(shm|shmht):(.*)$/i.exec(arg);
+    if (!m) continue;
+    const before = textOf(r.node);
+    const after = `SSLSessionCache shmcb:${m[2]}`;
+    u.replace(r, [after], rule);
+    u.report(rule, r, 'change', `2.4 has no "${m[1]}" session cache ("'${m[1]}' session cache not supported"); shmcb, 2.2's default shared-memory cache, keeps sessions in shared memory the same way (mod_socache_shmcb).`, before, after);
+  }
+}
+
 export const sslRules: Rule[] = [
+  { id: 'ssl.session-cache-shm', title: 'SSLSessionCache shm:/shmht: becomes shmcb:', spec: ['9.4 built separately'], run: sessionCacheShm },
   { id: 'ssl.sslv2', title: 'SSLv2 removed from SSLProtocol and SSLCipherSuite', spec: ['2.5 The SSLv2 protocol'], run: sslv2 },
   { id: 'ssl.ca-revocation-check', title: 'SSLCARevocationCheck added where CRLs are configured', spec: ['2.3 SSLCARevocationCheck'], run: revocationCheck },
   { id: 'ssl.legacy-dn-string-format', title: 'SSLOptions +LegacyDNStringFormat where *_DN variables are used', spec: ['2.3 SSLOptions'], run: legacyDn },

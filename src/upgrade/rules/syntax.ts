@@ -157,33 +157,72 @@ function usesLdap(n: ConfigNode): boolean {
 
 // ---- FilterProvider -----------------------------------------------------------------------
 
-/** The 2.2 "dispatch match" pair as a 2.4 expression, or undefined when it cannot be read. */
+/** The 2.2 "dispatch match" pair as a 2.4 expression deciding the same, or undefined when it
+ *  cannot be read. 2.2's mod_filter (filter_provider / filter_lookup): a leading "!" negates;
+ *  "<", "<=", ">", ">=", "=" compare atoi() of the value with atoi() of the rest (so "=text/html"
+ *  compares with 0); "/re/flags" is a regex up to the LAST slash, "i" among the flags makes it
+ *  case-insensitive; "*" tests that the value is set; "$str" is a case-insensitive substring
+ *  test; anything else a case-insensitive comparison of the whole value. An unset value never
+ *  matches (so a negated test matches it). 2.4's %{...} reads an unset value as "", so where
+ *  the test would hold for "" the expression also says the value is set (-n) or, negated, that
+ *  it may be unset (-z). */
 export function filterExpression(dispatch: string, match: string): string | undefined {
   let v: string;
   const d = dispatch.toLowerCase();
-  if (d === 'handler') v = '%{HANDLER}';
-  else if (d === 'content-type' || d === 'resp=content-type') v = '%{CONTENT_TYPE}';
-  else if (d.startsWith('req=')) v = `%{req:${dispatch.slice(4)}}`;
-  else if (d.startsWith('resp=')) v = `%{resp:${dispatch.slice(5)}}`;
-  else if (d.startsWith('env=')) v = `%{env:${dispatch.slice(4)}}`;
-  else if (/^[A-Za-z0-9-]+$/.test(dispatch)) v = `%{resp:${dispatch}}`;
+  const eq = dispatch.indexOf('=');
+  if (eq >= 0) {
+    const name = dispatch.slice(eq + 1);
+    if (!/^[A-Za-z0-9_.-]+$/.test(name)) return undefined;
+    if (d.startsWith('env=')) v = `%{reqenv:${name}}`;
+    else if (d.startsWith('req=')) v = `%{req:${name}}`;
+    else if (d.startsWith('resp=')) v = name.toLowerCase() === 'content-type' ? '%{CONTENT_TYPE}' : `%{resp:${name}}`;
+    else return undefined; // 2.2: "FilterProvider: unrecognized dispatch table"
+  } else if (d === 'handler') v = '%{HANDLER}';
+  else if (d === 'content-type') v = '%{CONTENT_TYPE}';
+  else if (/^[A-Za-z0-9_.-]+$/.test(dispatch)) v = `%{resp:${dispatch}}`;
   else return undefined;
   let m = match;
   let negate = false;
   if (m.startsWith('!')) { negate = true; m = m.slice(1); }
+  if (/["']/.test(m)) return undefined;
   let e: string;
-  const num = (s: string): boolean => /^-?\d+$/.test(s);
-  if (m === '*') e = `-n ${v}`;
-  else if (m.startsWith('$')) e = `${v} =~ m#${reEscape(m.slice(1))}#`;
-  else if (m.startsWith('/') && m.endsWith('/') && m.length > 1) e = `${v} =~ m#${m.slice(1, -1).replace(/#/g, '\\#')}#`;
-  else if (m.startsWith('<=') && num(m.slice(2))) e = `${v} -le ${m.slice(2)}`;
-  else if (m.startsWith('>=') && num(m.slice(2))) e = `${v} -ge ${m.slice(2)}`;
-  else if (m.startsWith('<') && num(m.slice(1))) e = `${v} -lt ${m.slice(1)}`;
-  else if (m.startsWith('>') && num(m.slice(1))) e = `${v} -gt ${m.slice(1)}`;
-  else if (m.startsWith('=') && num(m.slice(1))) e = `${v} -eq ${m.slice(1)}`;
-  else if (!/['"]/.test(m)) e = `${v} == '${m}'`;
-  else return undefined;
-  return negate ? `!(${e})` : e;
+  /** Whether the test holds for an empty value (then "unset" must be told apart). */
+  let onEmpty: boolean;
+  const c = m[0] ?? '';
+  if (c === '<' || c === '>' || c === '=') {
+    const op = m.startsWith('<=') ? 'le' : m.startsWith('>=') ? 'ge' : c === '<' ? 'lt' : c === '>' ? 'gt' : 'eq';
+    const n = atoi(m.slice(op === 'le' || op === 'ge' ? 2 : 1));
+    e = `${v} -${op} ${n}`;
+    onEmpty = op === 'le' ? 0 <= n : op === 'ge' ? 0 >= n : op === 'lt' ? 0 < n : op === 'gt' ? 0 > n : n === 0;
+  } else if (c === '/') {
+    const end = m.lastIndexOf('/');
+    if (end <= 0) return undefined; // 2.2: "Bad regexp syntax"
+    const body = m.slice(1, end);
+    const icase = m.slice(end + 1).includes('i');
+    let re: RegExp;
+    try { re = new RegExp(body, icase ? 'i' : ''); } catch { return undefined; }
+    e = `${v} =~ m#${body.replace(/(^|[^\\])#/g, '$1\\#')}#${icase ? 'i' : ''}`;
+    onEmpty = re.test('');
+  } else if (c === '*') {
+    e = `-n ${v}`;
+    onEmpty = false;
+  } else if (c === '$') {
+    const s = m.slice(1);
+    e = `${v} =~ m#${reEscape(s)}#i`;
+    onEmpty = s === '';
+  } else {
+    e = `${v} =~ m#^${reEscape(m)}$#i`;
+    onEmpty = m === '';
+  }
+  if (c === '*') return negate ? `-z ${v}` : e;
+  if (negate) return onEmpty ? `-z ${v} || !(${e})` : `!(${e})`;
+  return onEmpty ? `-n ${v} && ${e}` : e;
+}
+
+/** C's atoi: optional white space and sign, then digits; 0 when there are none. */
+function atoi(s: string): number {
+  const m = /^[ \t\n\v\f\r]*([+-]?\d+)/.exec(s);
+  return m ? parseInt(m[1]!, 10) : 0;
 }
 
 function reEscape(s: string): string {
