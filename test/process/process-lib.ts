@@ -183,9 +183,9 @@ export interface Running {
 
 /** Starts bin/plume without -X (-D FOREGROUND: the spawned process is the parent), waits for
  *  its PidFile and `workers` workers. */
-export async function startPlume(site: Site, opts: { workers?: number; args?: readonly string[] } = {}): Promise<Running> {
+export async function startPlume(site: Site, opts: { workers?: number; args?: readonly string[]; plume?: string } = {}): Promise<Running> {
   try { fs.unlinkSync(site.pidFile); } catch { /* none */ }
-  const proc = spawn(process.execPath, [PLUME, '-d', site.dir, '-f', site.conf, '-D', 'FOREGROUND', ...(opts.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [opts.plume ?? PLUME, '-d', site.dir, '-f', site.conf, '-D', 'FOREGROUND', ...(opts.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
   proc.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
