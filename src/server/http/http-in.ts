@@ -4,7 +4,7 @@
 
 import type { Request } from '../request/request.js';
 import { FilterError, FTYPE_PROTOCOL, type InputFilterInstance, type InputFilterSpec, instantiateInput } from '../filters.js';
-import { coreDir } from '../core/core-module.js';
+import { coreDir } from '../core/config.js';
 import { DEFAULT_LIMIT_REQUEST_BODY } from './http-core.js';
 
 /** HTTP_IN: the body's pieces as they arrive; nothing for a request without a body. */
