@@ -7,7 +7,9 @@ import { splitWords } from '../config/lexer.js';
 import { directive, ACCESS_CONF, OR_ALL, RSRC_CONF, OR_LIMIT, OR_AUTHCFG, type DirectiveSpec } from '../module.js';
 import { SERVER_OVERRIDE, serverConfigOf, dirConfigOf } from '../config/build.js';
 import type { CoreDirConfig, CoreServerConfig } from './config.js';
-import { compileWildcard, countDirs, isWildcard, newSectionId, type Section, type SectionKind } from './sections.js';
+import { compileWildcard, countDirs, isWildcard, newSectionId, IF_CONDITION_ELSE, IF_CONDITION_IF, type Section, type SectionKind } from './sections.js';
+import { ArgCursor } from '../config/lexer.js';
+import { parseExprCmd, type BoolExpr } from '../../expr/index.js';
 import type { ServerAddr } from '../server-rec.js';
 import { resolveHostSync } from './resolve.js';
 
@@ -121,6 +123,40 @@ function filesSection(isMatch: boolean) {
   };
 }
 
+/** <If>, <ElseIf>, <Else> (httpd's ifsection): the condition is parsed now; the section is
+ *  added to the enclosing context's <If> list, an <Else>/<ElseIf> only after an <If>/<ElseIf>
+ *  of the same scope. */
+function ifSection(ifElse: number) {
+  return (cmd: Cmd, raw: string): string | undefined => {
+    const err = cmd.checkContext(NOT_IN_LIMIT);
+    if (err) return err;
+    let condition: BoolExpr | undefined;
+    const args = new ArgCursor(raw);
+    if (ifElse === IF_CONDITION_ELSE) {
+      if (raw !== '') return '<Else> does not take an argument';
+    } else {
+      if (raw === '') return `${cmd.name}> directive requires additional arguments`;
+      const res = parseExprCmd(cmd, args.word());
+      if (!res.ok) return `Cannot parse condition clause: ${res.error}`;
+      condition = res.expr;
+    }
+    const vector = freshVector(cmd, '*If');
+    const override = cmd.scope.htaccess ? cmd.scope.override : OR_ALL | ACCESS_CONF;
+    cmd.walk(cmd.node.children ?? [], childScope(cmd, '*If', vector, override));
+    const secs = cmd.dir.secIf;
+    if (ifElse & IF_CONDITION_ELSE) {
+      const last = secs[secs.length - 1];
+      if (last === undefined || !((last.ifElse ?? 0) & IF_CONDITION_IF)) {
+        return '<Else> or <ElseIf> section without previous <If> or <ElseIf> section in same scope';
+      }
+    }
+    const sec: Section = { ...newSection(cmd, 'if', raw, null, null, 0, vector), condition, ifElse };
+    cmd.dir.secIf = [...secs, sec];
+    if (!args.atEnd()) return `Multiple ${cmd.name}> arguments not supported.`;
+    return undefined;
+  };
+}
+
 /** Parses one <VirtualHost> address: ip, ip:port, *:port, [v6]:port, _default_:port, name:port. */
 export function parseVhostAddr(text: string, defaultPort: number): ServerAddr | string {
   let host = text;
@@ -217,6 +253,9 @@ export const sectionDirectives: DirectiveSpec<CoreServerConfig, CoreDirConfig>[]
   directive({ name: '<LocationMatch', args: 'RAW_ARGS', where: S, help: 'Container for directives affecting resources accessed through the specified URL paths', handler: locationSection(true), section: true }),
   directive({ name: '<Files', args: 'RAW_ARGS', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Container for directives affecting files matching specified patterns', handler: filesSection(false), section: true }),
   directive({ name: '<FilesMatch', args: 'RAW_ARGS', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Container for directives affecting files matching specified patterns', handler: filesSection(true), section: true }),
+  directive({ name: '<If', args: 'RAW_ARGS', where: OR_ALL, help: 'Container for directives to be conditionally applied', handler: ifSection(IF_CONDITION_IF), section: true }),
+  directive({ name: '<ElseIf', args: 'RAW_ARGS', where: OR_ALL, help: 'Container for directives to be conditionally applied', handler: ifSection(IF_CONDITION_IF | IF_CONDITION_ELSE), section: true }),
+  directive({ name: '<Else', args: 'RAW_ARGS', where: OR_ALL, help: 'Container for directives to be conditionally applied', handler: ifSection(IF_CONDITION_ELSE), section: true }),
   directive({ name: '<VirtualHost', args: 'RAW_ARGS', where: S, help: 'Container to map directives to a particular virtual host, takes one or more host addresses', handler: virtualHost, section: true }),
   directive({ name: '<Limit', args: 'RAW_ARGS', where: OR_LIMIT | OR_AUTHCFG, help: 'Container for authentication directives when accessed using specified HTTP methods', handler: limitSection(false), section: true }),
   directive({ name: '<LimitExcept', args: 'RAW_ARGS', where: OR_LIMIT | OR_AUTHCFG, help: 'Container for authentication directives to be conditionally applied when accessed using methods other than those specified', handler: limitSection(true), section: true }),

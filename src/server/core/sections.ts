@@ -2,6 +2,8 @@
 // <Files>, <FilesMatch>, <If>): each compiled once — regexes, wildcards, depth — with an id
 // the merge cache keys on.
 
+import type { BoolExpr } from '../../expr/index.js';
+
 export type SectionKind = 'directory' | 'location' | 'files' | 'if';
 
 export interface Section {
@@ -22,9 +24,15 @@ export interface Section {
   readonly line: number;
   /** The section directive as written: "<Directory", "<FilesMatch"... */
   readonly directive: string;
-  /** <If>: the condition (evaluated by the expression engine). */
-  readonly condition?: ((r: unknown) => boolean) | undefined;
+  /** <If>/<ElseIf>: the condition, parsed once (undefined for <Else>). */
+  readonly condition?: BoolExpr | undefined;
+  /** <If> (IF_CONDITION_IF), <ElseIf> (both bits), <Else> (IF_CONDITION_ELSE). */
+  readonly ifElse?: number | undefined;
 }
+
+/** httpd's AP_CONDITION_IF / AP_CONDITION_ELSE bits (<ElseIf> has both). */
+export const IF_CONDITION_IF = 1;
+export const IF_CONDITION_ELSE = 2;
 
 let nextSectionId = 1;
 export function newSectionId(): number {

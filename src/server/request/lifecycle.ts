@@ -6,7 +6,7 @@ import type { Runtime } from '../runtime.js';
 import { Request } from './request.js';
 import { DECLINED, DONE, OK, type MaybePromise } from '../module.js';
 import { runAll, runFirst, runVoid } from '../hooks.js';
-import { locationWalk, serverBase, type Merged } from './walk.js';
+import { ifWalk, locationWalk, serverBase, type Merged } from './walk.js';
 import { coreDir } from '../core/config.js';
 import { APLOG_CRIT, APLOG_ERR, APLOG_TRACE3 } from '../log/levels.js';
 import { sendErrorResponse, finalizeResponse, isValidStatus } from '../http/response.js';
@@ -40,10 +40,12 @@ function then<T, U>(v: MaybePromise<T>, k: (x: T) => MaybePromise<U>): MaybeProm
 export function processRequestInternal(rt: Runtime, r: Request, fileReq = false): MaybePromise<number> {
   r.matchedSections = [];
   if (fileReq) return storagePhase(rt, r);
-  const early = locationWalk(rt, r, serverBase(r));
-  r.perDirConfig = early.vec;
-  applyLogLevel(r);
-  return then(runFirst(rt.hooks.translateName, r), (t) => (t !== OK ? declDie(r, t, 'translate') : storagePhase(rt, r)));
+  // httpd's walk_location_and_if, before translation.
+  return then(ifWalk(rt, r, locationWalk(rt, r, serverBase(r))), (early) => {
+    r.perDirConfig = early.vec;
+    applyLogLevel(r);
+    return then(runFirst(rt.hooks.translateName, r), (t) => (t !== OK ? declDie(r, t, 'translate') : storagePhase(rt, r)));
+  });
 }
 
 function storagePhase(rt: Runtime, r: Request): MaybePromise<number> {
@@ -53,11 +55,13 @@ function storagePhase(rt: Runtime, r: Request): MaybePromise<number> {
     if (m !== OK && m !== DECLINED) return m;
     const walked = r.storageWalk;
     const storage: Merged = walked !== null && walked.vec === r.perDirConfig ? walked : { key: 'x' + Math.random(), vec: r.perDirConfig };
-    const full = locationWalk(rt, r, storage);
-    r.perDirConfig = full.vec;
-    applyLogLevel(r);
-    if (r.main !== null) return accessPhase(rt, r);
-    return then(runAll(rt.hooks.headerParser, r), (hp) => (hp !== OK ? hp : accessPhase(rt, r)));
+    // Rerun the location walk (it overrides map_to_storage's configuration), then <If>.
+    return then(ifWalk(rt, r, locationWalk(rt, r, storage)), (full) => {
+      r.perDirConfig = full.vec;
+      applyLogLevel(r);
+      if (r.main !== null) return accessPhase(rt, r);
+      return then(runAll(rt.hooks.headerParser, r), (hp) => (hp !== OK ? hp : accessPhase(rt, r)));
+    });
   });
 }
 

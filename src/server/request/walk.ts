@@ -16,6 +16,9 @@ import { OR_NONE, OR_UNSET, OK } from '../module.js';
 import { mergeVectors } from '../config/build.js';
 import { readHtaccess, type HtaccessResult } from './htaccess.js';
 import { APLOG_ERR, APLOG_CRIT, APLOG_ALERT } from '../log/levels.js';
+import { IF_CONDITION_ELSE, IF_CONDITION_IF } from '../core/sections.js';
+import { evalBool, isFailure, type ExprFailure } from '../../expr/index.js';
+import type { MaybePromise } from '../module.js';
 
 /** Merge cache: one merged vector per sequence of contributions, per runtime. */
 const mergeCache = new WeakMap<Runtime, Map<string, unknown[]>>();
@@ -125,6 +128,61 @@ export function locationWalk(rt: Runtime, r: Request, from: Merged): Merged {
 
 function collapseSlashes(u: string): string {
   return u.includes('//') ? u.replace(/\/{2,}/g, '/') : u;
+}
+
+// ---- <If> ------------------------------------------------------------------------------
+
+/**
+ * httpd's ap_if_walk: the <If>/<ElseIf>/<Else> sections of the configuration merged so far,
+ * in order, each condition evaluated for this request; the sections that apply are merged
+ * with each other and then onto `from`, and their own nested <If> sections are walked next.
+ * The merge cache's links are keyed by the sections merged, so the matched <If> set is part
+ * of the cached configuration's identity. Synchronous unless a condition waits on a
+ * subrequest (-U, -A, -F).
+ */
+export function ifWalk(rt: Runtime, r: Request, from: Merged): MaybePromise<Merged> {
+  const secs = coreDir({ perDirConfig: from.vec })?.secIf;
+  if (secs === undefined || secs.length === 0) return from;
+  return ifWalkFrom(rt, r, from, secs, 0, null, -1);
+}
+
+function ifWalkFrom(rt: Runtime, r: Request, from: Merged, secs: readonly Section[], start: number, now: Merged | null, prev: number): MaybePromise<Merged> {
+  for (let i = start; i < secs.length; i++) {
+    const sec = secs[i]!;
+    const kind = sec.ifElse ?? IF_CONDITION_IF;
+    if ((kind & IF_CONDITION_ELSE) && prev === 1) continue;
+    if ((kind & IF_CONDITION_IF) && sec.condition !== undefined) {
+      const v = evalBool(sec.condition, r);
+      if (v instanceof Promise) {
+        return v.then((res) => {
+          const p = ifVerdict(r, res);
+          const n = p === 1 ? addIf(rt, r, now, sec) : now;
+          return ifWalkFrom(rt, r, from, secs, i + 1, n, p);
+        });
+      }
+      prev = ifVerdict(r, v);
+      if (prev === 0) continue;
+    } else prev = -1;
+    now = addIf(rt, r, now, sec);
+  }
+  const merged = finishWalk(rt, from, now);
+  if (now === null) return merged;
+  // Nested <If> sections of the ones that applied.
+  const nested = coreDir({ perDirConfig: now.vec })?.secIf;
+  if (nested === undefined || nested.length === 0) return merged;
+  return ifWalkFrom(rt, r, merged, nested, 0, null, -1);
+}
+
+function ifVerdict(r: Request, v: boolean | ExprFailure): number {
+  if (v === true) return 1;
+  if (isFailure(v)) r.log('core', APLOG_ERR, `AH00039: Failed to evaluate <If > condition: ${v.error}`);
+  return 0;
+}
+
+function addIf(rt: Runtime, r: Request, now: Merged | null, sec: Section): Merged {
+  r.matchedSections.push(sec.id);
+  r.trace?.record('section', { section: sec });
+  return addToWalk(rt, now, sec, 'I' + sec.id, sec.vector);
 }
 
 // ---- <Files> ---------------------------------------------------------------------------
