@@ -1,13 +1,14 @@
 // plume upgrade: the httpd 2.2 -> 2.4 upgrade assistant's command line.
 //   plume upgrade [--check | --diff | --write] [--output FILE] [--format text|json]
-//                 [--htaccess [DIR]]... [--keep-2.2-defaults] [--no-comments]
+//                 [--htaccess DIR]... [--no-htaccess] [--keep-2.2-defaults] [--no-comments]
 //                 [--mpm prefork|worker|event] [-d SERVERROOT] [-D NAME]... FILE...
 // Exit status: 0 done (and, with --check, nothing to change); 1 --check found something to
 // change, or usage errors; 2 a configuration could not be read (nothing is written then).
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { loadConfiguration, type Upgrade } from './engine.js';
+import type { Upgrade } from './engine.js';
+import { loadConfiguration } from './load.js';
 import { DEFAULT_OPTIONS, UpgradeParseError, type Finding, type UpgradeOptions } from './model.js';
 import { formatJson, formatText, summary, unifiedDiff } from './report.js';
 import { RULES } from './rules/index.js';
@@ -23,7 +24,7 @@ const processIo: Io = {
 };
 
 const USAGE = `Usage: plume upgrade [--check | --diff | --write] [--output FILE] [--format text|json]
-                     [--htaccess [DIR]]... [--keep-2.2-defaults] [--no-comments]
+                     [--htaccess DIR]... [--no-htaccess] [--keep-2.2-defaults] [--no-comments]
                      [--mpm prefork|worker|event] [-d SERVERROOT] [-D NAME]... FILE...
 Upgrades an httpd 2.2 configuration (and the files it includes) to 2.4.
   (default)           list the findings: file:line, severity, rule, what changed and how
@@ -33,8 +34,10 @@ Upgrades an httpd 2.2 configuration (and the files it includes) to 2.4.
   --output PATH       write the upgraded configuration elsewhere: the main file to PATH, or, when
                       it includes other files (or .htaccess files), the whole tree under directory PATH
   --format json       findings as a JSON array of {file, line, rule, severity, message, before, after}
-  --htaccess [DIR]    also upgrade the .htaccess files under DIR (repeatable); without DIR,
-                      under every DocumentRoot and <Directory> that allows overrides
+  --htaccess DIR      look for the .htaccess files under DIR only (repeatable); by default
+                      every directory 2.2 reads them in is searched. Only files 2.2 reads
+                      (AllowOverride not None) are upgraded.
+  --no-htaccess       leave .htaccess files out
   --keep-2.2-defaults write 2.2's value where the configuration relied on a changed default
   --no-comments       do not mark rewrites with "# plume upgrade: <rule>" comments
   --mpm NAME          the MPM 2.2 was built with (default prefork)
@@ -56,7 +59,7 @@ export function parseUpgradeArgs(argv: readonly string[]): Args | string {
   let output: string | undefined;
   let format: Args['format'] = 'text';
   const files: string[] = [];
-  let htaccess: string[] | undefined;
+  let htaccess: string[] | undefined | false;
   let comments = true;
   let keep = false;
   let serverRoot: string | undefined;
@@ -96,8 +99,9 @@ export function parseUpgradeArgs(argv: readonly string[]): Args | string {
         format = v;
         break;
       }
+      case '--no-htaccess': htaccess = false; break;
       case '--htaccess': {
-        htaccess ??= [];
+        if (htaccess === false || htaccess === undefined) htaccess = [];
         if (a.includes('=')) { htaccess.push(a.slice(a.indexOf('=') + 1)); break; }
         const next = argv[i + 1];
         if (next !== undefined && !next.startsWith('-') && isDir(next)) { htaccess.push(next); i++; }

@@ -344,18 +344,18 @@ export function is(node: ConfigNode, ...names: string[]): boolean {
 
 const MAX_INCLUDE_DEPTH = 128;
 
-/** Reads a configuration and everything it includes; throws UpgradeParseError. */
-export function loadConfiguration(file: string, opts: UpgradeOptions): Upgrade {
+/** Reads a configuration and everything it includes (not the .htaccess files: load.ts adds
+ *  those); throws UpgradeParseError. */
+export function readConfiguration(file: string, opts: UpgradeOptions): Upgrade {
   const abs = path.resolve(file);
   const main = readDoc(abs, file, 'main', undefined);
   const serverRoot = opts.serverRoot !== undefined ? path.resolve(opts.serverRoot) : findServerRoot(main) ?? path.dirname(abs);
   const u = new Upgrade(main, serverRoot, opts);
   expandIncludes(u, main, 0, new Set([abs]));
-  if (opts.htaccess !== undefined) loadHtaccess(u, opts.htaccess);
   return u;
 }
 
-function readDoc(abs: string, display: string, kind: Doc['kind'], at: { file: string; line: number } | undefined): Doc {
+export function readDoc(abs: string, display: string, kind: Doc['kind'], at: { file: string; line: number } | undefined): Doc {
   let text: string;
   try {
     text = fs.readFileSync(abs, 'utf8');
@@ -491,62 +491,4 @@ export function globToRegExp(p: string): RegExp {
     else re += c.replace(/[.+^${}()|\\]/g, '\\$&');
   }
   return new RegExp(re + '$');
-}
-
-// ---- .htaccess ------------------------------------------------------------------------------
-
-function loadHtaccess(u: Upgrade, dirs: readonly string[]): void {
-  const name = accessFileName(u);
-  const roots = dirs.length > 0 ? dirs.map((d) => path.resolve(d)) : overrideRoots(u);
-  const seen = new Set<string>();
-  for (const root of roots) {
-    for (const f of findFiles(root, name, 0)) {
-      if (seen.has(f)) continue;
-      seen.add(f);
-      const rel = path.relative(process.cwd(), f);
-      u.htaccess.push(readDoc(f, rel.startsWith('..') ? f : rel, 'htaccess', undefined));
-    }
-  }
-}
-
-function accessFileName(u: Upgrade): string {
-  const r = u.refs().find((x) => x.node.kind === 'directive' && is(x.node, 'AccessFileName'));
-  return (r && splitWords(r.node.args)[0]) || '.htaccess';
-}
-
-/** Without directories: every DocumentRoot and <Directory> that does not say AllowOverride None
- *  (2.2's default was All). */
-function overrideRoots(u: Upgrade): string[] {
-  const out = new Set<string>();
-  for (const r of u.refs()) {
-    if (r.node.kind === 'directive' && is(r.node, 'DocumentRoot')) {
-      const w = splitWords(r.node.args)[0];
-      if (w) out.add(path.resolve(u.serverRoot, w));
-    }
-    if (r.node.kind === 'section' && is(r.node, 'Directory')) {
-      const w = splitWords(r.node.args)[0];
-      if (!w || WILD.test(w) || w === '/' || w === '~') continue;
-      const ao = (r.node.children ?? []).find((c) => c.kind === 'directive' && is(c, 'AllowOverride'));
-      if (ao && /^none$/i.test(ao.args.trim())) continue;
-      out.add(path.resolve(u.serverRoot, w));
-    }
-  }
-  return [...out];
-}
-
-function findFiles(dir: string, name: string, depth: number): string[] {
-  if (depth > 32) return [];
-  let ents: fs.Dirent[];
-  try {
-    ents = fs.readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return [];
-  }
-  const out: string[] = [];
-  for (const e of ents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-    const p = path.join(dir, e.name);
-    if (e.isFile() && e.name === name) out.push(p);
-    else if (e.isDirectory()) out.push(...findFiles(p, name, depth + 1));
-  }
-  return out;
 }

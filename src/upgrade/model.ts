@@ -37,8 +37,11 @@ export interface UpgradeOptions {
   readonly comments: boolean;
   /** Write 2.2's value where the configuration relied on a default that changed. */
   readonly keep22Defaults: boolean;
-  /** undefined: no .htaccess files; []: every directory that allows overrides; else these. */
-  readonly htaccess: readonly string[] | undefined;
+  /** Where to look for .htaccess files: undefined (or []) every directory 2.2 reads them in
+   *  (document roots, Alias targets, <Directory> paths and the directories above them); else
+   *  only under these directories; false: none. Either way only the files 2.2 reads (their
+   *  directory's AllowOverride is not None) are upgraded. */
+  readonly htaccess: readonly string[] | undefined | false;
   /** Overrides the ServerRoot directive for resolving relative paths. */
   readonly serverRoot: string | undefined;
   /** The MPM 2.2 was built with (2.4 loads it as a module); default prefork. */

@@ -198,15 +198,57 @@ test('--diff: one unified diff per changed file', async () => {
   assert.match(r.out, /^\+    Require ip 127\.0\.0\.1$/m);
 });
 
-test('--htaccess without a directory searches the document roots', async () => {
+test('.htaccess files 2.2 reads are upgraded without being told; those it ignored are left alone (issue 19 item 15)', async () => {
+  const conf = 'ServerRoot "@ROOT@"\nDocumentRoot "@ROOT@/htdocs"\nAccessFileName .acl .htaccess\n<Directory "@ROOT@/htdocs">\n    AllowOverride All\n</Directory>\n'
+    + '<Directory "@ROOT@/htdocs/closed">\n    AllowOverride None\n</Directory>\nAlias /extra "@ROOT@/extra"\n';
   const root = tree({
-    'httpd.conf': 'ServerRoot "@ROOT@"\nDocumentRoot "@ROOT@/htdocs"\n<Directory "@ROOT@/htdocs">\n    AllowOverride All\n</Directory>\n',
+    'httpd.conf': conf,
     'htdocs/a/.htaccess': 'Order deny,allow\nDeny from all\n',
+    'htdocs/b/.acl': 'AuthType Basic\nAuthName b\nAuthUserFile @ROOT@/users\nRequire valid-user\n',
+    'htdocs/b/.htaccess': 'Deny from all\n',
+    'htdocs/closed/.htaccess': 'Order deny,allow\nDeny from all\n',
+    'htdocs/closed/deeper/.htaccess': 'Order deny,allow\nDeny from all\n',
+    'extra/.htaccess': 'Order allow,deny\nAllow from 10.0.0.0/8\n',
+    'elsewhere/.htaccess': 'Order deny,allow\nDeny from all\n',
   });
-  const without = await run(['httpd.conf'], root);
-  assert.doesNotMatch(without.out, /\.htaccess/);
-  const r = await run(['--htaccess', 'httpd.conf'], root);
-  assert.match(r.out, /^htdocs\/a\/\.htaccess:1: change \[access\.require\]/m);
+  const before = snapshot(root);
+  const r = await run(['--write', 'httpd.conf'], root);
+  assert.equal(r.code, 0, r.err);
+  const after = snapshot(root);
+  // Read by 2.2, so converted.
+  assert.match(after.get('htdocs/a/.htaccess')!, /Require all denied/);
+  assert.match(after.get('extra/.htaccess')!, /Require ip 10\.0\.0\.0\/8/);
+  // AccessFileName: the first name present is the one read; the other file is not touched.
+  assert.equal(after.get('htdocs/b/.htaccess'), before.get('htdocs/b/.htaccess'));
+  // Its AuthType needs mod_authn_core (else 500 on every request there).
+  assert.match(after.get('httpd.conf')!, /^LoadModule authn_core_module /m);
+  // Ignored by 2.2 (AllowOverride None): not converted, and never activated.
+  assert.equal(after.get('htdocs/closed/.htaccess'), before.get('htdocs/closed/.htaccess'));
+  assert.equal(after.get('htdocs/closed/deeper/.htaccess'), before.get('htdocs/closed/deeper/.htaccess'));
+  assert.match(after.get('httpd.conf')!, /<Directory "[^"]*\/htdocs\/closed">\n    AllowOverride None\n<\/Directory>/);
+  assert.match(r.out, /htdocs\/closed\/\.htaccess:0: note \[defaults\.allow-override\] 2\.2 never read this file/);
+  // Not under any served directory: not searched.
+  assert.equal(after.get('elsewhere/.htaccess'), before.get('elsewhere/.htaccess'));
+  // No Order/Allow/Deny is left in a file 2.2 read, so mod_access_compat is not loaded.
+  assert.doesNotMatch(after.get('httpd.conf')!, /access_compat_module/);
+  cleanup(root);
+});
+
+test('--htaccess DIR narrows the search; --no-htaccess leaves the files out; an explicit DIR under AllowOverride None is not activated', async () => {
+  const conf = 'ServerRoot "@ROOT@"\nDocumentRoot "@ROOT@/htdocs"\n<Directory "@ROOT@/htdocs/closed">\n    AllowOverride None\n</Directory>\n';
+  const root = tree({
+    'httpd.conf': conf,
+    'htdocs/a/.htaccess': 'Order deny,allow\nDeny from all\n',
+    'htdocs/closed/.htaccess': 'AuthType Basic\nAuthName x\nAuthUserFile @ROOT@/users\nRequire valid-user\nOrder deny,allow\nDeny from all\nAllow from 10.0.0.1\nSatisfy any\n',
+  });
+  const none = await run(['--no-htaccess', 'httpd.conf'], root);
+  assert.doesNotMatch(none.out, /^htdocs\/.*\.htaccess:/m);
+  const narrow = await run(['--htaccess', path.join(root, 'htdocs/closed'), '--diff', 'httpd.conf'], root);
+  assert.doesNotMatch(narrow.out, /htdocs\/a\/\.htaccess/);
+  assert.doesNotMatch(narrow.out, /AllowOverride None AuthConfig|AllowOverride AuthConfig/);
+  assert.doesNotMatch(narrow.out, /^\+.*authn_core/m);
+  assert.doesNotMatch(narrow.out, /^--- htdocs\/closed/m);
+  cleanup(root);
 });
 
 test('usage errors exit 1', async () => {

@@ -19,7 +19,7 @@ import * as path from 'node:path';
 import { buildModel } from '../../src/upgrade/scope.js';
 import { evaluate22 } from '../../src/upgrade/access22.js';
 import { upgradeConfiguration } from '../../src/upgrade/cli.js';
-import { loadConfiguration } from '../../src/upgrade/engine.js';
+import { loadConfiguration } from '../../src/upgrade/load.js';
 import { unifiedDiff } from '../../src/upgrade/report.js';
 import {
   APACHE_BIN, freePort, listCorpus, loadMatrix, loadRecorded, materialise, removeRoot, runRows, startServer, syntaxCheck,

@@ -651,8 +651,10 @@ function allowAuthConfig(u: Upgrade, model: Model, h: AccessSection, widened: Se
   widened.add(governing.node);
   const classes = splitWords(governing.node.args).map((x) => x.toLowerCase());
   if (classes.includes('all') || classes.includes('authconfig')) return;
+  // 2.2 never read a file under AllowOverride None: it must not become active now.
+  if (classes.includes('none')) return;
   const before = textOf(governing.node);
-  const after = `AllowOverride ${splitWords(governing.node.args).filter((x) => x.toLowerCase() !== 'none').join(' ')} AuthConfig`.replace(/\s+/g, ' ');
+  const after = `AllowOverride ${splitWords(governing.node.args).join(' ')} AuthConfig`.replace(/\s+/g, ' ');
   u.replace({ doc: governing.doc, node: governing.node, sections: [] }, [after.trim()], rule);
   u.report(rule, { doc: governing.doc, line: governing.node.line }, 'change',
     `${h.doc.display} now authorizes with Require, an AuthConfig directive in 2.4 (Order/Allow/Deny were Limit directives); the AllowOverride that governs it must allow AuthConfig or every request there fails with 500.`,

@@ -99,7 +99,7 @@ function allowOverride(u: Upgrade): void {
   const first = relying[0]!;
   u.report(rule, first.ref, 'note',
     `${allowMsg(relying.map((s) => s.dir))} If .htaccess files there must still apply, add AllowOverride (e.g. All) to their <Directory>, or run with --keep-2.2-defaults`
-    + (u.opts.htaccess === undefined ? '; --htaccess checks the files themselves.' : '.'),
+    + (u.opts.htaccess === false ? ' (.htaccess files were not searched: --no-htaccess).' : ' (no .htaccess file was found there today).'),
     textOf(first.ref.node), '');
 }
 
