@@ -390,18 +390,30 @@ export async function main(argv: string[]): Promise<number> {
     if (r >= 0) return r;
     return daemonize(argv);
   }
+  if (detaches(ctx)) return daemonize(argv);
   return serve(ctx, opts, err, argv);
+}
+
+/** httpd's MPMs detach (apr_proc_detach) unless run as one process (-X, -D ONE_PROCESS) or
+ *  told not to (-D FOREGROUND, -D NO_DETACH); the server started by daemonize() itself does not
+ *  detach again. DIFFERENCE: with -D NO_DETACH httpd still becomes a session leader (setsid);
+ *  Node cannot, so plume simply stays in the foreground. */
+function detaches(ctx: ConfigContext): boolean {
+  if (process.env[ENV_DAEMON] === '1') return false;
+  const d = ctx.defines;
+  return !(d.has('DEBUG') || d.has('ONE_PROCESS') || d.has('FOREGROUND') || d.has('NO_DETACH'));
 }
 
 /** The environment variable a daemonized server is started with (see daemonize()). */
 const ENV_DAEMON = 'PLUME_DAEMON';
 
 /**
- * DIFFERENCE: httpd detaches whenever it is started without -D FOREGROUND or NO_DETACH; plume
- * only for -k start (started otherwise, the parent stays in the foreground, as before).
- * -k start: runs the server detached (its own session, no terminal input), as httpd's
- * apr_proc_detach does, and waits until it serves: what goes wrong at startup (a port in use,
- * a log that cannot be opened) is printed here and becomes this command's exit status.
+ * Started plainly or with -k start: runs the server detached (its own session, no terminal
+ * input or output), as httpd's apr_proc_detach does, and waits until it serves: what goes wrong
+ * at startup (a port in use, a log that cannot be opened) is relayed here and becomes this
+ * command's exit status. Once it serves, this command exits and closes its end of the server's
+ * stderr, so that nothing waiting for this command's output (`$(plume ...)`, a test harness
+ * reading a pipe) waits for the server too; the server's own messages go to its error log.
  */
 async function daemonize(argv: readonly string[]): Promise<number> {
   const { spawn } = await import('node:child_process');
@@ -414,17 +426,22 @@ async function daemonize(argv: readonly string[]): Promise<number> {
   }
   const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...args], {
     detached: true,
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     env: { ...process.env, [ENV_DAEMON]: '1' },
   });
+  const relay = child.stderr!;
+  relay.on('data', (d: Buffer) => { process.stderr.write(d); });
+  const relayed = new Promise<void>((res) => { relay.once('close', () => res()); relay.once('error', () => res()); });
   return new Promise<number>((resolve) => {
     child.on('message', (m: { t?: string }) => {
       if (m.t !== 'started') return;
+      relay.destroy();
       child.disconnect();
       child.unref();
       resolve(0);
     });
-    child.on('exit', (code) => resolve(code ?? 1));
+    // A server that did not start: everything it printed, then its status.
+    child.on('exit', (code) => { void relayed.then(() => resolve(code ?? 1)); });
     child.on('error', () => resolve(1));
   });
 }
@@ -433,6 +450,9 @@ async function daemonize(argv: readonly string[]): Promise<number> {
 function startedAsDaemon(): void {
   if (process.env[ENV_DAEMON] !== '1' || typeof process.send !== 'function') return;
   delete process.env[ENV_DAEMON];
+  // The command that started this server closes its end of our stderr once told: a late
+  // write to it must not take the server down.
+  process.stderr.on('error', () => { /* nobody reads it any more */ });
   process.send({ t: 'started' });
   process.disconnect();
 }

@@ -87,6 +87,7 @@ export class Parent {
   private pendingRestart: boolean | undefined;
   /** Workers that died before serving, one after the other: the next start waits longer. */
   private failures = 0;
+  private announcedStarted = false;
   private maintainTimer: NodeJS.Timeout | null = null;
   /** The previous generation's workers, told to go once the new one serves. */
   private retireWhenReady: Child[] = [];
@@ -118,7 +119,6 @@ export class Parent {
     process.on('SIGUSR1', () => this.restart(true));
     this.maintain();
     this.announce();
-    this.start.onStarted?.();
     resumeOptimisingCompiler();
     return done;
   }
@@ -229,6 +229,8 @@ export class Parent {
       case 'ready':
         if (c.state === 'starting') c.state = 'ready';
         this.failures = 0;
+        // The first worker accepts: the server serves (a detached start's command returns).
+        if (!this.announcedStarted) { this.announcedStarted = true; this.start.onStarted?.(); }
         this.scoreboard?.setChild(c.slot, { pid: c.pid, generation: c.generation, state: 'ready' });
         this.retireOldIfReady();
         break;
@@ -317,6 +319,9 @@ export class Parent {
     this.generation++;
     this.scoreboard?.newGeneration(graceful ? 'graceful' : 'restart');
     this.ctx = next;
+    // httpd writes the PidFile again in each generation: one removed meanwhile (or moved by a
+    // new PidFile line) is there again for `-k graceful`, apachectl and init scripts.
+    this.pidFile = writePidFile(next);
     this.model = processModel(next);
     this.msgs = mpmMessages(this.model.mpm);
     if (this.model.serverLimit !== this.slots.length && this.model.mpm === 'mpm_event') {

@@ -131,17 +131,23 @@ function bindAll(ctx: ConfigContext, specs: readonly ListenSpec[], onConn: (s: T
   });
 }
 
-/** Writes the PidFile through a temporary file and a rename (never a half-written file). */
+/** The process that last wrote a PidFile (httpd's ap_log_pid saved_pid): a restart rewrites
+ *  the file without calling the one it finds there a leftover. */
+let savedPid = -1;
+
+/** Writes the PidFile through a temporary file and a rename (never a half-written file), at
+ *  startup and on every restart, as httpd's MPMs do (ap_log_pid in each generation). */
 export function writePidFile(ctx: ConfigContext): string | undefined {
   const spec = globals(ctx).pidFile ?? 'logs/httpd.pid';
   const file = ctx.serverRootRelative(spec);
   try {
-    if (fs.existsSync(file)) {
+    if (fs.existsSync(file) && savedPid !== process.pid) {
       ctx.log('core', 4, `AH00098: pid file ${file} overwritten -- Unclean shutdown of previous Apache run?`);
     }
     const tmp = `${file}.${process.pid}.tmp`;
     fs.writeFileSync(tmp, `${process.pid}\n`);
     fs.renameSync(tmp, file);
+    savedPid = process.pid;
     return file;
   } catch (e) {
     ctx.log('core', 3, `AH00099: could not create ${file}`);
