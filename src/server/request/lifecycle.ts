@@ -14,7 +14,7 @@ import { dropsConnection } from '../http/keepalive.js';
 import { DEFAULT_LOG_LEVEL } from '../log/levels.js';
 import { decodeUrlPath } from '../http/uri.js';
 import { satisfies } from './satisfy.js';
-import type { FilterInstance } from '../filters.js';
+import { FilterError, type FilterInstance } from '../filters.js';
 
 function declDie(r: Request, status: number, phase: string): number {
   if (status === DECLINED) {
@@ -168,6 +168,9 @@ function handlerForType(t: string): string {
 }
 
 function internalError(r: Request, e: unknown): number {
+  // A filter failed and logged why: the request ends with its status (httpd's filters return
+  // an error the handler maps to a status; once the head went out the connection is cut).
+  if (e instanceof FilterError) return e.status;
   r.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
   return 500;
 }
