@@ -291,6 +291,10 @@ function deflateOut(f: FilterInstance<DeflateState>, bb: Brigade): ReturnType<Fi
       const hit = compressedCache.get(r, st.settings);
       if (hit !== undefined) {
         f.remove();
+        // The log says what a fresh compression would have said.
+        if (r.wantsLog('deflate', APLOG_DEBUG)) {
+          r.log('deflate', APLOG_DEBUG, `AH01384: Zlib: Compressed ${hit.totalIn} to ${hit.totalOut} : URL ${r.uri}`, undefined, 'mod_deflate.c(909)');
+        }
         setNotes(r, c, hit.totalIn, hit.totalOut);
         return replay(f, hit.passes);
       }
