@@ -11,7 +11,7 @@
 // (compressed-cache.ts) so a repeated request is not compressed again.
 
 import * as zlib from 'node:zlib';
-import pako from 'pako';
+import { pako as pakoLib, PAKO_MISSING, type Pako, type PakoStream } from './pako.js';
 import {
   defineModule, directive, MODULE_API_VERSION, RSRC_CONF, OR_ALL,
 } from '../../server/module.js';
@@ -190,7 +190,7 @@ export function tooSmall(bb: Brigade, overhead: number): number | undefined {
 interface DeflateState {
   /** undefined until the first brigade decided; then the running compressor (null: 304 or
    *  gave up). */
-  z: pako.Deflate | null | undefined;
+  z: PakoStream | null | undefined;
   /** Output buffers not passed yet (the gzip header, full buffers, the end). */
   out: Buffer[];
   crc: number;
@@ -201,13 +201,12 @@ interface DeflateState {
   settings: string;
 }
 
-/** pako's stream state, which its type declarations leave out. */
-interface PakoState {
-  readonly strm: { readonly total_in: number; readonly avail_in: number };
-  readonly ended: boolean;
+/** pako, there once the configuration was accepted (checkConfig refuses it otherwise). */
+function lib(): Pako {
+  return pakoLib!;
 }
-function pakoState(z: pako.Inflate): PakoState {
-  return z as unknown as PakoState;
+function pakoState(z: PakoStream): PakoStream {
+  return z;
 }
 
 function u8(b: Uint8Array): Buffer {
@@ -300,7 +299,7 @@ function deflateOut(f: FilterInstance<DeflateState>, bb: Brigade): ReturnType<Fi
       }
       st.record = [];
     }
-    st.z = new pako.Deflate({ level: c.compressionLevel as pako.DeflateFunctionOptions['level'], windowBits: -c.windowSize, memLevel: c.memLevel, chunkSize: c.bufferSize, raw: true });
+    st.z = new (lib().Deflate)({ level: c.compressionLevel, windowBits: -c.windowSize, memLevel: c.memLevel, chunkSize: c.bufferSize, raw: true });
     const z = st.z;
     z.onData = (chunk: Uint8Array) => { st.out.push(u8(chunk)); st.totalOut += chunk.length; };
     st.out.push(GZIP_HEADER);
@@ -359,7 +358,7 @@ async function compressBrigade(f: FilterInstance<DeflateState>, bb: Brigade, c: 
       continue;
     }
     if (b.kind === 'flush') {
-      z.push(new Uint8Array(0), pako.constants.Z_SYNC_FLUSH);
+      z.push(new Uint8Array(0), lib().constants.Z_SYNC_FLUSH);
       if (z.err) {
         r.log('deflate', APLOG_ERR, `AH01385: Zlib error ${z.err} flushing zlib output buffer (${z.msg})`);
         throw new FilterError(500);
@@ -444,7 +443,7 @@ class GzipInflater {
   private header: Buffer = Buffer.alloc(0);
   private headerDone = false;
   private flags = 0;
-  private z: pako.Inflate | null = null;
+  private z: PakoStream | null = null;
   /** The trailer bytes once the deflate stream ended. */
   trailer: Buffer | null = null;
   crc = 0;
@@ -517,7 +516,7 @@ class GzipInflater {
       this.headerDone = true;
       data = this.header;
       this.header = Buffer.alloc(0);
-      const z = new pako.Inflate({ windowBits: -this.windowSize, chunkSize: this.bufferSize, raw: true });
+      const z = new (lib().Inflate)({ windowBits: -this.windowSize, chunkSize: this.bufferSize, raw: true });
       z.onData = (chunk: Uint8Array) => {
         const b = u8(chunk);
         this.out.push(b);
@@ -533,7 +532,7 @@ class GzipInflater {
     z.push(data, false);
     const ps = pakoState(z);
     this.totalIn = ps.strm.total_in;
-    if (z.err && z.err !== pako.constants.Z_BUF_ERROR) return { zerr: z.err, msg: z.msg };
+    if (z.err && z.err !== lib().constants.Z_BUF_ERROR) return { zerr: z.err, msg: z.msg };
     if (ps.ended) {
       const left = ps.strm.avail_in;
       this.trailer = Buffer.from(data.subarray(data.length - left));
@@ -732,6 +731,7 @@ const self = defineModule<DeflateServer, DeflateDir>({
   ],
   configHooks: {
     preConfig: () => { cacheSizeSetting = undefined; },
+    checkConfig: () => (pakoLib === null ? PAKO_MISSING : undefined),
     childInit: () => { compressedCache.setLimit(cacheSizeSetting ?? DEFAULT_CACHE_BYTES); },
   },
   filters: [DEFLATE as FilterSpec, INFLATE as FilterSpec],
