@@ -21,6 +21,7 @@ import { mutexMechanism } from '../../src/upgrade/rules/mutex.js';
 import { isLegacyExpr } from '../../src/upgrade/rules/include.js';
 import { renderState } from '../../src/upgrade/rules/access.js';
 import { merge22 } from '../../src/upgrade/access22.js';
+import { tempDir } from '../temp.js';
 
 const ip = (v: string): Formula => atom({ k: 'ip', v });
 const user: Formula = atom({ k: 'valid-user' });
@@ -87,7 +88,7 @@ test('password hashes 2.2 wrote: {SHA} and $apr1$', () => {
 });
 
 function model22(conf: string, files: Record<string, string> = {}): { root: string; model: ReturnType<typeof buildModel> } {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-upgrade-unit-'));
+  const root = tempDir('plume-upgrade-unit-');
   for (const [rel, text] of Object.entries(files)) {
     fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
     fs.writeFileSync(path.join(root, rel), text.replaceAll('@ROOT@', root));
@@ -222,7 +223,7 @@ test('SSI #if expr: 2.2 syntax recognised, 2.4 syntax left alone', () => {
 });
 
 test('Include: wildcards, directories, dot files', () => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-upgrade-inc-'));
+  const root = tempDir('plume-upgrade-inc-');
   for (const f of ['conf.d/b.conf', 'conf.d/a.conf', 'conf.d/.hidden.conf', 'conf.d/x.txt', 'dir/sub/z', 'dir/y']) {
     fs.mkdirSync(path.dirname(path.join(root, f)), { recursive: true });
     fs.writeFileSync(path.join(root, f), '');

@@ -22,6 +22,7 @@ import accessCompat from '../../../src/modules/aaa/mod_access_compat.js';
 import authzHost from '../../../src/modules/aaa/mod_authz_host.js';
 import authzUser from '../../../src/modules/aaa/mod_authz_user.js';
 import authzGroupfile, { cfgLines, parseGroupFile } from '../../../src/modules/aaa/mod_authz_groupfile.js';
+import { tempDir } from '../../temp.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const mods = [h(authzHost), h(authzGroupfile), h(authzUser), h(authzCore), h(accessCompat)];
@@ -34,7 +35,7 @@ const cat: ModuleCatalogue = {
 
 let dirs = 0;
 async function load(body: string): Promise<ConfigContext> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-compat-'));
+  const dir = tempDir('plume-compat-');
   const file = path.join(dir, 'httpd.conf');
   fs.writeFileSync(file, `ServerRoot ${dir}\nServerName localhost\nDocumentRoot ${dir}\n${body.split('@ROOT@').join(dir)}\n`);
   dirs++;
@@ -209,7 +210,7 @@ test('group files: names end at the first colon, members are config words, group
 
 test('DIFFERENCE: Require file-group without mod_authz_owner denies (httpd crashes)', async () => {
   // No AuthType here, so the denial is a 403 (AH01630) rather than a 401.
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-fg-'));
+  const dir = tempDir('plume-fg-');
   fs.writeFileSync(path.join(dir, 'groups'), 'root: alice\n');
   const ctx = await load(`<Location /fg>\nAuthGroupFile ${dir}/groups\nRequire file-group\n</Location>`);
   const { r } = request(ctx, '/fg');

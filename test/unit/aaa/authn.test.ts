@@ -14,6 +14,7 @@ import { htpasswdMain } from '../../../src/cli/htpasswd.js';
 import type { Output } from '../../../src/cli/passwd-common.js';
 import type { Request } from '../../../src/server/request/request.js';
 import { escapeErrorlogItem } from '../../../src/server/log/error-log.js';
+import { tempDir } from '../../temp.js';
 
 const quiet: Output = { out: () => undefined, err: () => undefined };
 
@@ -79,7 +80,7 @@ test('the error log escapes messages as httpd does (bytes above 0x7e, controls, 
 // DIFFERENCE: "default" is SDBM in plume (Berkeley DB in Debian's APR); GDBM, NDBM and DB are
 // not implemented.
 test('DBM types: SDBM and default read SDBM files; GDBM, NDBM and DB are not implemented', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-dbmtype-'));
+  const dir = tempDir('plume-dbmtype-');
   const db = Sdbm.empty();
   db.store(Buffer.from('u'), Buffer.from('{SHA}x'));
   db.save(path.join(dir, 'users'));
@@ -95,7 +96,7 @@ test('DBM types: SDBM and default read SDBM files; GDBM, NDBM and DB are not imp
 });
 
 test('a server-side DBM read sees a change on the next open (stat revalidation)', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-dbmcache-'));
+  const dir = tempDir('plume-dbmcache-');
   const name = path.join(dir, 'u');
   const db = Sdbm.empty();
   db.store(Buffer.from('a'), Buffer.from('1'));
@@ -111,7 +112,7 @@ test('a server-side DBM read sees a change on the next open (stat revalidation)'
 // inode, never a half-written file); httpd's htpasswd copies over the file in place. The mode
 // of an existing file is kept.
 test('htpasswd replaces the file through a rename and keeps its mode', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-htrename-'));
+  const dir = tempDir('plume-htrename-');
   const f = path.join(dir, 'pw');
   assert.equal(await htpasswdMain(['-bcs', f, 'a', 'x'], quiet), 0);
   fs.chmodSync(f, 0o640);

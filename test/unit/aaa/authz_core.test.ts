@@ -22,6 +22,7 @@ import authzCore, {
   AUTHZ_DENIED_NO_USER, AUTHZ_GRANTED, AUTHZ_DENIED, authzSomeAuthRequired, registerAuthnCoreFunctions,
   type AuthzProvider,
 } from '../../../src/modules/aaa/mod_authz_core.js';
+import { tempDir } from '../../temp.js';
 
 // A stand-in for mod_authz_user's `valid-user` and an asynchronous provider.
 const validUser: AuthzProvider = {
@@ -56,7 +57,7 @@ const cat: ModuleCatalogue = {
 
 let n = 0;
 async function load(body: string): Promise<ConfigContext> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-authz-'));
+  const dir = tempDir('plume-authz-');
   const file = path.join(dir, 'httpd.conf');
   fs.writeFileSync(file, `ServerRoot ${dir}\nDocumentRoot ${dir}\n${body}\n`);
   n++;

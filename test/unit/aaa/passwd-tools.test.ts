@@ -14,6 +14,7 @@ import { htdbmMain } from '../../../src/cli/htdbm.js';
 import type { Output, PasswordInput } from '../../../src/cli/passwd-common.js';
 import { Sdbm } from '../../../src/lib/dbm/index.js';
 import { validatePassword } from '../../../src/lib/passwords/index.js';
+import { tempDir } from '../../temp.js';
 
 const HTPASSWD = '/usr/bin/htpasswd';
 const HTDBM = '/usr/bin/htdbm';
@@ -76,8 +77,8 @@ async function runPlume(main: typeof htpasswdMain, args: string[], dir: string, 
 type Files = Record<string, string>;
 
 function twinDirs(files: Files): [string, string] {
-  const a = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-ht-a-'));
-  const b = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-ht-b-'));
+  const a = tempDir('plume-ht-a-');
+  const b = tempDir('plume-ht-b-');
   for (const d of [a, b]) for (const [n, c] of Object.entries(files)) fs.writeFileSync(path.join(d, n), c, 'latin1');
   return [a, b];
 }
@@ -210,7 +211,7 @@ test('plume htdbm answers as Apache htdbm does (SDBM)', { skip: !haveUtils && 'a
 });
 
 test('hashes written by plume htpasswd verify with Apache htpasswd, and the other way', { skip: !haveUtils && 'apache2-utils not installed' }, async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-ht-x-'));
+  const dir = tempDir('plume-ht-x-');
   const algs = ['-m', '-B', '-s', '-d', '-2', '-5'];
   for (const alg of algs) {
     const f = path.join(dir, `p${alg}`);

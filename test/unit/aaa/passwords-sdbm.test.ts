@@ -15,6 +15,7 @@ import {
 import { Sdbm, sdbmHash, openDbmReadOnly } from '../../../src/lib/dbm/index.js';
 import { htdbmMain } from '../../../src/cli/htdbm.js';
 import type { Output } from '../../../src/cli/passwd-common.js';
+import { tempDir } from '../../temp.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
 const FIX = path.join(REPO, 'test', 'unit', 'aaa', 'fixtures');
@@ -144,7 +145,7 @@ test('SDBM store/delete/replace and the pair size limit', () => {
 });
 
 test('SDBM files go both ways between plume htdbm and Apache htdbm', { skip: !haveUtils && 'apache2-utils not installed' }, async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-sdbm-'));
+  const dir = tempDir('plume-sdbm-');
   const a = path.join(dir, 'a');
   const p = path.join(dir, 'p');
   // Apache writes, plume reads and changes, Apache reads back.

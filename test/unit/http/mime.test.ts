@@ -12,6 +12,7 @@ import mime, {
 } from '../../../src/modules/http/mod_mime.js';
 import { OK, DECLINED } from '../../../src/server/module.js';
 import { Scope, fakeRuntime, indexModule, makeCtx, makeRequest, statOf } from '../mappers/helpers.js';
+import { tempDir } from '../../temp.js';
 
 indexModule(mime);
 
@@ -224,7 +225,7 @@ test('post_config: a missing TypesConfig fails startup with AH01597 (errno) as A
   assert.equal(res, 'AH00016: Configuration Failed');
   assert.match(log.lines[0]!, /^\[.*\] \[mime:error\] \[pid \d+:tid \d+\] \(2\)No such file or directory: AH01597: could not open mime types config file \/nonexistent-root\/conf\/nothere\.$/);
 
-  const dir = fs.mkdtempSync('/tmp/plume-mime-');
+  const dir = tempDir('plume-mime-');
   fs.mkdirSync(path.join(dir, 'conf'));
   fs.writeFileSync(path.join(dir, 'conf', 'mime.types'), 'text/html html\n');
   const ok = makeCtx(dir);

@@ -18,6 +18,7 @@ import { levelName } from '../../../src/server/log/levels.js';
 import { timeZoneChanged } from '../../../src/server/log/time.js';
 import logConfig from '../../../src/modules/loggers/mod_log_config.js';
 import logio from '../../../src/modules/loggers/mod_logio.js';
+import { tempDir } from '../../temp.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 catalogue.register(h(logConfig));
@@ -35,7 +36,7 @@ export const CATALOGUE: ModuleCatalogue = {
 
 /** A temporary ServerRoot with a logs/ directory. */
 export function tempRoot(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-logs-'));
+  const dir = tempDir('plume-logs-');
   fs.mkdirSync(path.join(dir, 'logs'));
   fs.mkdirSync(path.join(dir, 'htdocs'));
   return dir;

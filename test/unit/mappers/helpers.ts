@@ -14,6 +14,7 @@ import { ServerRec } from '../../../src/server/server-rec.js';
 import type { FilterSpec } from '../../../src/server/filters.js';
 import { instantiate, insertFilter } from '../../../src/server/filters.js';
 import { APLOG_DEBUG } from '../../../src/server/log/levels.js';
+import { tempDir } from '../../temp.js';
 
 export class MemorySink implements LogSink {
   readonly lines: string[] = [];
@@ -136,7 +137,7 @@ export function makeRequest(rt: Runtime, perDir: unknown[], init: Partial<Pick<R
 
 /** fs.Stats of a real file or directory (created under a temp dir). */
 export function statOf(kind: 'file' | 'dir'): fs.Stats {
-  const base = fs.mkdtempSync('/tmp/plume-unit-');
+  const base = tempDir('plume-unit-');
   if (kind === 'dir') return fs.statSync(base);
   const f = `${base}/f`;
   fs.writeFileSync(f, 'x');

@@ -19,6 +19,7 @@ import { noteRead, readDone } from '../../../src/server/request/stat-cache.js';
 import { ErrorLog, formatDefault } from '../../../src/server/log/error-log.js';
 import type { LogSink } from '../../../src/server/log/log-writer.js';
 import autoindex, { FANCY_INDEXING, SUPPRESS_ICON, SUPPRESS_SIZE } from '../../../src/modules/generators/mod_autoindex.js';
+import { tempDir } from '../../temp.js';
 
 class Sink implements LogSink {
   readonly lines: string[] = [];
@@ -28,7 +29,7 @@ class Sink implements LogSink {
   close(): void {}
 }
 
-const ROOT = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'plume-walk-')));
+const ROOT = fs.realpathSync(tempDir('plume-walk-'));
 for (const d of ['htdocs/a/b/c/d', 'htdocs/x1', 'htdocs/y2', 'htdocs/w1/in', 'htdocs/w2']) fs.mkdirSync(`${ROOT}/${d}`, { recursive: true });
 for (const f of ['htdocs/r.txt', 'htdocs/a/f.txt', 'htdocs/a/b/f.txt', 'htdocs/a/b/c/f.txt', 'htdocs/a/b/c/d/f.txt', 'htdocs/x1/f.txt', 'htdocs/y2/f.txt', 'htdocs/w1/f.txt', 'htdocs/w1/in/f.txt', 'htdocs/w2/f.txt']) {
   fs.writeFileSync(`${ROOT}/${f}`, 'x\n');

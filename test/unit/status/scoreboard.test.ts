@@ -18,9 +18,10 @@ import {
   SERVER_DEAD, SERVER_STARTING, SERVER_READY, SERVER_BUSY_READ, SERVER_BUSY_WRITE, SERVER_GRACEFUL,
 } from '../../../src/mpm/scoreboard.js';
 import { nowMicros } from '../../../src/server/log/time.js';
+import { tempDir } from '../../temp.js';
 
 async function config(lines: string[]): Promise<{ ctx: ConfigContext; root: string }> {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-sb-'));
+  const root = tempDir('plume-sb-');
   fs.mkdirSync(path.join(root, 'logs'));
   const file = path.join(root, 'httpd.conf');
   fs.writeFileSync(file, [
