@@ -755,6 +755,16 @@ function normResponse(raw: RawResponse, ctx: NormContext): RecordedResponse {
     headers = headers.map(([k, v]) => (k.toLowerCase() === 'content-length' && v === String(rawLen) ? [k, String(bodyBuf.length)] : [k, v]));
     if (rawLen !== bodyBuf.length) ctx.lengthRewrites.set(rawLen, bodyBuf.length);
   }
+  // The product in a ServerSignature footer is the server's own (Apache's "Apache/2.4.71
+  // (Debian)", plume's banner), like the Server header: compare the rest of the line.
+  const sigRe = /<address>[^<]*? Server at /g;
+  const bodyText = bodyBuf.toString('latin1');
+  if (sigRe.test(bodyText)) {
+    const rawLen = bodyBuf.length;
+    bodyBuf = Buffer.from(bodyText.replace(sigRe, '<address><server> Server at '), 'latin1');
+    headers = headers.map(([k, v]) => (k.toLowerCase() === 'content-length' && v === String(rawLen) ? [k, String(bodyBuf.length)] : [k, v]));
+    if (rawLen !== bodyBuf.length) ctx.lengthRewrites.set(rawLen, bodyBuf.length);
+  }
   const out: RecordedResponse = { statusLine: raw.statusLine, headers, body: '' };
   if (raw.interim.length > 0) out.interim = raw.interim;
   let text: string | null = null;

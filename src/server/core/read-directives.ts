@@ -8,6 +8,7 @@ import { CmdParms } from '../config/cmd.js';
 import { ConfigError } from '../config/errors.js';
 import { describeFsError } from '../config/build.js';
 import { parseConfig } from '../config/tree.js';
+import { splitWords } from '../config/lexer.js';
 import { compileWildcard } from './sections.js';
 import { directive, EXEC_ON_READ, OR_ALL, RSRC_CONF, ACCESS_CONF, type DirectiveSpec } from '../module.js';
 import type { CoreDirConfig, CoreServerConfig } from './config.js';
@@ -16,12 +17,14 @@ type Cmd = CmdParms<CoreServerConfig, CoreDirConfig>;
 const MAX_INCLUDE_DEPTH = 128;
 let includeDepth = 0;
 
-/** Splits a conditional section's argument: leading '!' negates. */
+/** Splits a conditional section's argument as httpd's start_cond_section does: a '!' as
+ *  the very first character negates, then the first word (quotes and escapes as
+ *  ap_getword_conf) is tested — so `!"path"` negates and `"!path"` tests "!path". */
 function condArg(cmd: Cmd, raw: string): { not: boolean; arg: string } | string {
-  let arg = raw.trim();
-  if (arg.startsWith('"') && arg.endsWith('"') && arg.length >= 2) arg = arg.slice(1, -1);
-  let not = false;
-  if (arg.startsWith('!')) { not = true; arg = arg.slice(1); }
+  let rest = raw.trimStart();
+  const not = rest.startsWith('!');
+  if (not) rest = rest.slice(1);
+  const arg = splitWords(rest)[0] ?? '';
   if (arg === '') return `${cmd.name}> directive requires additional arguments`;
   return { not, arg };
 }

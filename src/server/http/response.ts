@@ -10,6 +10,7 @@ import { runVoid } from '../hooks.js';
 import { coreDir, coreServer } from '../core/config.js';
 import { globals } from '../core/globals.js';
 import { serverBanner } from '../version.js';
+import { getServerName, getServerPort } from '../core/server-name.js';
 import { httpDate } from '../log/time.js';
 import { APLOG_TRACE6, levelFor } from '../log/levels.js';
 import { STATUS_LINES, cannedError, DOCTYPE, statusLine } from './status.js';
@@ -27,44 +28,13 @@ export function isValidStatus(s: number): boolean {
   return s >= 100 && s <= 599;
 }
 
-/** The port to put in self-referential URLs (ap_get_server_port). */
-function serverPort(r: Request): number {
-  const c = coreDir(r);
-  const ucn = c.useCanonicalName ?? 'off';
-  if (ucn === 'on' || ucn === 'dns') {
-    if (c.useCanonicalPhysicalPort === 'on') return r.connection.localPort;
-    return r.server.port || r.connection.localPort;
-  }
-  if (r.parsedPort) return r.parsedPort;
-  if (c.useCanonicalPhysicalPort === 'on') return r.connection.localPort;
-  return r.server.port || r.connection.localPort;
-}
-
-/** The host name for self-referential URLs (ap_get_server_name). */
-export function serverName(r: Request): string {
-  const ucn = coreDir(r).useCanonicalName ?? 'off';
-  if (ucn === 'on') return r.server.serverHostname ?? r.connection.localIp;
-  if (ucn === 'dns') return r.connection.localIp;
-  return r.hostname || r.server.serverHostname || r.connection.localIp;
-}
-
-/** ap_construct_url. */
-export function constructUrl(r: Request, uri: string): string {
-  const scheme = r.server.scheme ?? 'http';
-  const port = serverPort(r);
-  let host = serverName(r);
-  if (host.includes(':') && !host.startsWith('[')) host = `[${host}]`;
-  const def = scheme === 'https' ? 443 : 80;
-  return `${scheme}://${host}${port === def ? '' : ':' + port}${uri}`;
-}
-
 /** ap_psignature: the <address> footer per ServerSignature. */
 export function signature(r: Request, prefix: string): string {
   const sig = coreDir(r).serverSignature ?? 'off';
   if (sig === 'off') return '';
   const banner = serverBanner(globals(r.rt.ctx).serverTokens);
-  const name = escapeHtml(serverName(r));
-  const port = serverPort(r);
+  const name = escapeHtml(getServerName(r));
+  const port = getServerPort(r);
   if (sig === 'email') {
     const admin = r.server.serverAdmin ?? '[no address given]';
     return `${prefix}<address>${banner} Server at <a href="mailto:${escapeHtml(admin)}">${name}</a> Port ${port}</address>\n`;

@@ -102,8 +102,11 @@ function finishWalk(rt: Runtime, from: Merged, now: Merged | null): Merged {
 }
 
 // ---- <Location> ------------------------------------------------------------------------
-export function locationMatches(sec: Section, uri: string): boolean {
+/** `uri` is tested by a <LocationMatch> regex as it is, by the others with its slashes
+ *  merged (`merged`, the same string unless MergeSlashes Off left "//" in it). */
+export function locationMatches(sec: Section, uri: string, merged = uri): boolean {
   if (sec.regex) return sec.regex.test(uri);
+  uri = merged;
   if (sec.wildcard) return sec.wildcard.test(uri);
   const p = sec.path;
   if (!uri.startsWith(p)) return false;
@@ -115,10 +118,10 @@ export function locationMatches(sec: Section, uri: string): boolean {
 export function locationWalk(rt: Runtime, r: Request, from: Merged): Merged {
   const secs = coreServer(r.server).secUrl;
   if (secs.length === 0) return from;
-  const uri = collapseSlashes(r.uri);
+  const merged = collapseSlashes(r.uri);
   let now: Merged | null = null;
   for (const sec of secs) {
-    if (!locationMatches(sec, uri)) continue;
+    if (!locationMatches(sec, r.uri, merged)) continue;
     now = addToWalk(rt, now, sec, 'L' + sec.id, sec.vector);
     r.matchedSections.push(sec.id);
     r.trace?.record('section', { section: sec });
