@@ -91,7 +91,7 @@ function coreVariables(sslTests: readonly ((c: ConnRec) => boolean)[]): Record<s
     REMOTE_HOST: (s) => s.r.connection.remoteHost ?? s.r.connection.remoteIp,
     REMOTE_IDENT: () => '',
     REMOTE_USER: (s) => s.r.user ?? '',
-    SERVER_ADMIN: (s) => s.r.server.serverAdmin ?? '',
+    SERVER_ADMIN: (s) => s.r.server.serverAdmin ?? '[no address given]',
     SERVER_NAME: (s) => {
       const n = s.r.rt.serverName(s.r);
       return n.includes(':') && !n.startsWith('[') ? `[${n}]` : n;

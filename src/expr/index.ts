@@ -5,7 +5,6 @@
 
 import type { Request, ConnRec } from '../server/request/request.js';
 import type { ConfigContext } from '../server/config/context.js';
-import type { CmdParms } from '../server/config/cmd.js';
 import { APLOG_ERR, APLOG_TRACE4 } from '../server/log/levels.js';
 import { Parser } from './parser.js';
 import { coreProvider } from './builtins.js';
@@ -129,13 +128,20 @@ export function parseStringExpr(text: string, opts: ExprParseOptions = {}): Pars
   };
 }
 
+/** What the *Cmd parsers read from a directive's CmdParms. */
+export interface ExprCmd {
+  readonly file: string;
+  readonly line: number;
+  readonly ctx: ConfigContext;
+}
+
 /** parseExpr for a directive handler: file, line and providers from the directive. */
-export function parseExprCmd(cmd: CmdParms<unknown, unknown>, text: string, flags = 0, module = 'core'): ParseResult<BoolExpr> {
+export function parseExprCmd(cmd: ExprCmd, text: string, flags = 0, module = 'core'): ParseResult<BoolExpr> {
   return parseExpr(text, { flags, file: cmd.file, line: cmd.line, module, ctx: cmd.ctx });
 }
 
 /** parseStringExpr for a directive handler. */
-export function parseStringExprCmd(cmd: CmdParms<unknown, unknown>, text: string, flags = 0, module = 'core'): ParseResult<StringExpr> {
+export function parseStringExprCmd(cmd: ExprCmd, text: string, flags = 0, module = 'core'): ParseResult<StringExpr> {
   return parseStringExpr(text, { flags, file: cmd.file, line: cmd.line, module, ctx: cmd.ctx });
 }
 
@@ -212,4 +218,33 @@ export function resolveVariable(name: string, ctx?: ConfigContext): ((r: Request
  *  (per-request convenience; resolve once with resolveVariable on hot paths). */
 export function lookupVariable(r: Request, name: string): string | undefined {
   return resolveVariable(name, r.rt.ctx)?.(r);
+}
+
+// ---- what an expression uses ---------------------------------------------------------------------
+
+function wordUses(n: WordNode, name: string): boolean {
+  switch (n.k) {
+    case 'var': return n.name.toUpperCase() === name;
+    case 'concat': return wordUses(n.a, name) || wordUses(n.b, name);
+    case 'strfunc': return wordUses(n.arg, name);
+    default: return false;
+  }
+}
+
+function condUses(n: CondNode, name: string): boolean {
+  switch (n.k) {
+    case 'not': return condUses(n.e, name);
+    case 'and': case 'or': return condUses(n.a, name) || condUses(n.b, name);
+    case 'comp': case 'binary': return wordUses(n.a, name) || wordUses(n.b, name);
+    case 'regex': case 'unary': return wordUses(n.a, name);
+    case 'in': return wordUses(n.a, name) || (n.list.k === 'list' ? n.list.items.some((w) => wordUses(w, name)) : wordUses(n.list.arg, name));
+    default: return false;
+  }
+}
+
+/** Whether the expression reads variable `name` (mod_authz_core: REMOTE_USER makes a false
+ *  `Require expr` "denied, no user" so that authentication runs). */
+export function referencesVariable(e: CompiledExpr, name: string): boolean {
+  const upper = name.toUpperCase();
+  return e.kind === 'bool' ? condUses(e.ast, upper) : wordUses(e.ast, upper);
 }

@@ -105,9 +105,9 @@ function addBasicFake(cmd: Cmd, user: string, pass: string | undefined): string 
   }
   // Without a password, "password", as mod_ssl's FakeBasicAuth.
   const p = pass ?? 'password';
-  const u = compileStringExpr(user);
+  const u = compileStringExpr(user, cmd, 'auth_basic');
   if (!u.ok) return `Could not parse fake username expression '${user}': ${u.error}`;
-  const pw = compileStringExpr(p);
+  const pw = compileStringExpr(p, cmd, 'auth_basic');
   if (!pw.ok) return `Could not parse fake password expression associated to user '${user}': ${pw.error}`;
   conf.fakeUser = u.expr;
   conf.fakePass = pw.expr;

@@ -125,7 +125,7 @@ function mutable(c: AuthnCoreDirConfig): MutableDirConfig {
 const NONE: StringExpr = () => 'None';
 
 function setAuthType(cmd: Cmd, word: string): string | undefined {
-  const res = compileStringExpr(word);
+  const res = compileStringExpr(word, cmd, 'authn_core');
   if (!res.ok) return `Cannot parse expression '${word}' in AuthType: ${res.error}`;
   const conf = mutable(cmd.dir);
   conf.authType = res.literal !== undefined && res.literal.toLowerCase() === 'none' ? NONE : res.expr;
@@ -134,7 +134,7 @@ function setAuthType(cmd: Cmd, word: string): string | undefined {
 }
 
 function setAuthName(cmd: Cmd, word: string): string | undefined {
-  const res = compileStringExpr(word);
+  const res = compileStringExpr(word, cmd, 'authn_core');
   if (!res.ok) return `Cannot parse expression '${word}' in AuthName: ${res.error}`;
   mutable(cmd.dir).authName = res.expr;
   return undefined;

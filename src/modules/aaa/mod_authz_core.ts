@@ -17,7 +17,7 @@
 //  - Evaluation: accessCheckerEx (authorize_userless) grants without authentication when the
 //    tree grants, declines (so authn runs) when the result depends on a user, and refuses with
 //    403 (AH01630) otherwise; authChecker (authorize_user) decides after authentication.
-//  - Providers of this module: `all`, `env`, `method` (`expr` waits for an expression engine).
+//  - Providers of this module: `all`, `env`, `method`, `expr` (an ap_expr condition).
 //
 // Other modules register authz providers with
 //   providers: [{ group: 'authz', name: 'user', version: '0', provider: { parse?, check } }]
@@ -33,6 +33,7 @@ import { ArgCursor } from '../../server/config/lexer.js';
 import { globals } from '../../server/core/globals.js';
 import type { Request } from '../../server/request/request.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_WARNING } from '../../server/log/levels.js';
+import { evalBool, isFailure, parseExprCmd, referencesVariable, type BoolExpr, type ExprFailure } from '../../expr/index.js';
 
 // ---- the provider interface (mod_auth.h's authz_provider) ---------------------------------
 
@@ -693,6 +694,36 @@ const allProvider: AuthzProvider<boolean> = {
   },
 };
 
+/** `Require expr`: the condition parsed once (surrounding double quotes dropped); a false
+ *  condition that reads REMOTE_USER means "denied, no user yet", so authentication runs. */
+interface RequireExpr {
+  readonly expr: BoolExpr;
+  readonly wantUser: boolean;
+}
+
+const exprProvider: AuthzProvider<RequireExpr> = {
+  parse(cmd, args) {
+    let text = args;
+    if (text.startsWith('"') && text.length > 1 && text.endsWith('"')) text = text.slice(1, -1);
+    const res = parseExprCmd(cmd, text, 0, 'authz_core');
+    if (!res.ok) return authzError(`Cannot parse expression in require line: ${res.error}`);
+    return authzOk({ expr: res.expr, wantUser: referencesVariable(res.expr, 'REMOTE_USER') });
+  },
+  check(r, _args, info) {
+    const v = evalBool(info.expr, r);
+    return v instanceof Promise ? v.then((x) => exprVerdict(r, info, x)) : exprVerdict(r, info, v);
+  },
+};
+
+function exprVerdict(r: Request, info: RequireExpr, v: boolean | ExprFailure): AuthzStatus {
+  if (v === true) return AUTHZ_GRANTED;
+  if (isFailure(v)) {
+    r.log('authz_core', APLOG_ERR, `AH02320: Error evaluating expression in 'Require expr': ${v.error}`);
+    return AUTHZ_GENERAL_ERROR;
+  }
+  return info.wantUser ? AUTHZ_DENIED_NO_USER : AUTHZ_DENIED;
+}
+
 /** Methods ap_method_number_of knows (HEAD maps to GET). */
 const BUILTIN_METHODS = new Set([
   'GET', 'HEAD', 'PUT', 'POST', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH', 'PROPFIND', 'PROPPATCH',
@@ -727,6 +758,7 @@ const providers: ProviderDecl[] = [
   { group: 'authz', name: 'env', version: AUTHZ_PROVIDER_VERSION, provider: envProvider as AuthzProvider },
   { group: 'authz', name: 'all', version: AUTHZ_PROVIDER_VERSION, provider: allProvider as AuthzProvider },
   { group: 'authz', name: 'method', version: AUTHZ_PROVIDER_VERSION, provider: methodProvider as AuthzProvider },
+  { group: 'authz', name: 'expr', version: AUTHZ_PROVIDER_VERSION, provider: exprProvider as AuthzProvider },
 ];
 
 // ---- the module -----------------------------------------------------------------------------

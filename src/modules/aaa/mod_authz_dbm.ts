@@ -104,7 +104,7 @@ function notInGroups(r: Request, tag: string): AuthzStatus {
 }
 
 const dbmGroupProvider: AuthzProvider<StringExpr> = {
-  parse: (_cmd, args) => parseRequireExpr(args),
+  parse: (cmd, args) => parseRequireExpr(args, cmd),
   check(r, _args, expr) {
     const groups = lookupGroups(r, ['01798', '01800', '01801'], AUTHZ_GENERAL_ERROR);
     if (typeof groups === 'number') return groups;

@@ -143,7 +143,7 @@ const SRC_01667 = 'mod_authz_groupfile.c(199)';
 const SRC_01671 = 'mod_authz_groupfile.c(266)';
 
 const groupProvider: AuthzProvider<StringExpr> = {
-  parse: (_cmd, args) => parseRequireExpr(args),
+  parse: (cmd, args) => parseRequireExpr(args, cmd),
   check(r, _args, expr) {
     const groups = userGroups(r, ['01664', '01665', '01666']);
     if (typeof groups === 'number') return groups;

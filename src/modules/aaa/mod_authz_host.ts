@@ -103,7 +103,7 @@ function hostCheck(r: Request, args: string, expr: StringExpr, remote: { host: s
 }
 
 const hostProvider: AuthzProvider<StringExpr> = {
-  parse: (_cmd, args) => parseRequireExpr(args),
+  parse: (cmd, args) => parseRequireExpr(args, cmd),
   check(r, args, expr) {
     const remote = getRemoteHost(r, REMOTE_DOUBLE_REV);
     if (remote instanceof Promise) return remote.then((h) => hostCheck(r, args, expr, h));
@@ -146,7 +146,7 @@ async function forwardDnsCheck(r: Request, require: string): Promise<AuthzStatus
 }
 
 const forwardDnsProvider: AuthzProvider<StringExpr> = {
-  parse: (_cmd, args) => parseRequireExpr(args),
+  parse: (cmd, args) => parseRequireExpr(args, cmd),
   check(r, _args, expr): MaybePromise<AuthzStatus> {
     return forwardDnsCheck(r, expr(r));
   },

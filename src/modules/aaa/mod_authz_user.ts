@@ -15,7 +15,7 @@ import {
 } from './mod_authz_core.js';
 
 const userProvider: AuthzProvider<StringExpr> = {
-  parse: (_cmd, args) => parseRequireExpr(args),
+  parse: (cmd, args) => parseRequireExpr(args, cmd),
   check(r, _args, expr) {
     const user = r.user;
     if (user === undefined) return AUTHZ_DENIED_NO_USER;

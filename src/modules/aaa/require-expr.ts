@@ -4,8 +4,9 @@
 
 import { compileStringExpr, type StringExpr } from './auth-string-expr.js';
 import { authzError, authzOk, type AuthzParseResult } from './mod_authz_core.js';
+import type { ExprCmd } from '../../expr/index.js';
 
-export function parseRequireExpr(args: string): AuthzParseResult<StringExpr> {
-  const c = compileStringExpr(args);
+export function parseRequireExpr(args: string, cmd?: ExprCmd): AuthzParseResult<StringExpr> {
+  const c = compileStringExpr(args, cmd, 'authz_core');
   return c.ok ? authzOk(c.expr) : authzError(`Cannot parse expression in require line: ${c.error}`);
 }

@@ -36,7 +36,7 @@ test('string expressions for AuthName/AuthType/AuthBasicFake: literals, escapes,
   const r = {
     headersIn: { get: (n: string) => (n === 'Host' ? 'example.org' : undefined) },
     method: 'GET', uri: '/x', connection: { remoteIp: '127.0.0.1' }, subprocessEnv: new Map([['E', 'env!']]),
-    notes: new Map(), server: {},
+    notes: new Map(), server: {}, wantsLog: () => false,
   } as unknown as Request;
   const ok = (src: string): string => {
     const c = compileStringExpr(src);
@@ -57,12 +57,13 @@ test('string expressions for AuthName/AuthType/AuthBasicFake: literals, escapes,
   assert.equal(ok('%{tolower:ABC}'), 'abc');
   assert.equal(ok('100%'), '100%');
   assert.equal(ok('a$1b'), 'ab');
-  assert.equal(ok('x\\101\\x42\\n'), 'xAB\n');
+  // httpd's scanner knows octal escapes but not \x: "\x42" is "x42" (measured on 2.4.71).
+  assert.equal(ok('x\\101\\x42\\n'), 'xAx42\n');
   assert.equal(err('%{foo}'), "Variable 'foo' does not exist");
   assert.equal(err('%{nofunc:x}'), "Function 'nofunc' does not exist");
   assert.equal(err('%{:true:}'), "syntax error, unexpected ':', expecting T_ID");
   assert.equal(err('%{'), 'syntax error, unexpected T_ERROR, expecting T_ID: Unterminated string or variable');
-  assert.equal(err('a\\9'), 'Bad character escape sequence');
+  assert.equal(err('a\\9'), 'Bad escape sequence');
 });
 
 test('ap_escape_quotes: quotes escaped unless already escaped', () => {
