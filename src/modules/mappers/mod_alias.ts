@@ -9,7 +9,6 @@
 //  - fixups (HOOK_MIDDLE): redirects configured in <Directory>, <Location> and .htaccess.
 // The status page for a redirect (3xx, 410...) is the core's error response.
 
-import { createHash } from 'node:crypto';
 import {
   ACCESS_CONF, DECLINED, HOOK_MIDDLE, MODULE_API_VERSION, OK, OR_FILEINFO, RSRC_CONF,
   defineModule, directive,
@@ -20,6 +19,7 @@ import type { ServerRec } from '../../server/server-rec.js';
 import type { Request } from '../../server/request/request.js';
 import { APLOG_DEBUG, APLOG_ERR } from '../../server/log/levels.js';
 import { escapePath } from './mod_dir.js';
+import { evalString, isFailure, parseStringExprCmd, type StringExpr } from '../../expr/index.js';
 
 export interface AliasEntry {
   /** The URL-path or regex source; undefined where httpd keeps a NULL (see aliasMatches). */
@@ -181,10 +181,10 @@ function addAlias(handler: string | undefined) {
     const err = sectionCheck(cmd, ['<Directory', '<DirectoryMatch'], ['<Files', '<FilesMatch', '<If', '<ElseIf', '<Else']);
     if (err !== undefined) return err;
     if (cmd.path === undefined) return 'Alias must have two arguments when used globally';
-    const expr = parseStringExpr(fake);
-    if ('error' in expr) return `Cannot parse alias expression '${fake}': ${expr.error}`;
+    const expr = parseStringExprCmd(cmd, fake, 0, 'alias');
+    if (!expr.ok) return `Cannot parse alias expression '${fake}': ${expr.error}`;
     const d = cmd.dir;
-    d.alias = expr;
+    d.alias = expr.expr;
     d.aliasFake = cmd.path;
     d.handler = handler;
     d.aliasSet = true;
@@ -237,9 +237,9 @@ function addRedirectInternal(
     // status alone (gone, 404, 503...) answers the whole section; no status and one argument
     // is an expression too.
     if (grokarg1 && isHttpRedirect(status) && arg2 !== undefined && arg3 === undefined) {
-      const expr = parseStringExpr(arg2);
-      if ('error' in expr) return `Cannot parse redirect expression '${arg2}': ${expr.error}`;
-      d.redirect = expr;
+      const expr = parseStringExprCmd(cmd, arg2, 0, 'alias');
+      if (!expr.ok) return `Cannot parse redirect expression '${arg2}': ${expr.error}`;
+      d.redirect = expr.expr;
       d.redirectStatus = status;
       d.redirectSet = true;
       return undefined;
@@ -251,9 +251,9 @@ function addRedirectInternal(
       return undefined;
     }
     if (!grokarg1 && arg2 === undefined) {
-      const expr = parseStringExpr(arg1);
-      if ('error' in expr) return `Cannot parse redirect expression '${arg1}': ${expr.error}`;
-      d.redirect = expr;
+      const expr = parseStringExprCmd(cmd, arg1, 0, 'alias');
+      if (!expr.ok) return `Cannot parse redirect expression '${arg1}': ${expr.error}`;
+      d.redirect = expr.expr;
       d.redirectStatus = status;
       d.redirectSet = true;
       return undefined;
@@ -409,11 +409,22 @@ interface Found {
 }
 
 /** try_redirect: the one-argument Redirect of a <Location>. */
-function tryRedirect(r: Request, d: Readonly<AliasDirConfig>): Found | undefined {
+function tryRedirect(r: Request, d: Readonly<AliasDirConfig>): Found | typeof PREGSUB_ERROR | undefined {
   if (!d.redirectSet) return undefined;
-  const target = d.redirect ? escapeRedirectTarget(d.redirect.evaluate(r)) : '';
+  let target = '';
+  if (d.redirect) {
+    const v = evalString(d.redirect, r);
+    if (isFailure(v)) {
+      r.log('alias', APLOG_ERR, `AH02826: Can't evaluate redirect expression: ${v.error}`);
+      return PREGSUB_ERROR;
+    }
+    target = escapeRedirectTarget(v);
+  }
   return { target, status: d.redirectStatus };
 }
+
+/** An expression that failed to evaluate: the request fails with 500. */
+const PREGSUB_ERROR = 'pregsub-error';
 
 /** try_alias_list: the first matching entry, with its handler applied to r. */
 export function tryAliasList(r: Request, list: readonly AliasEntry[], isRedir: boolean): Found | undefined {
@@ -450,9 +461,14 @@ export function tryAliasList(r: Request, list: readonly AliasEntry[], isRedir: b
 }
 
 /** try_alias: the one-argument Alias / ScriptAlias of a <Location>. */
-function tryAlias(r: Request, d: Readonly<AliasDirConfig>): string | undefined {
+function tryAlias(r: Request, d: Readonly<AliasDirConfig>): string | typeof PREGSUB_ERROR | undefined {
   if (!d.alias) return undefined;
-  let found = d.alias.evaluate(r);
+  const v = evalString(d.alias, r);
+  if (isFailure(v)) {
+    r.log('alias', APLOG_ERR, `AH02825: Can't evaluate alias expression: ${v.error}`);
+    return PREGSUB_ERROR;
+  }
+  let found = v;
   if (d.aliasFake !== undefined && d.aliasPreservePath === true) {
     const l = aliasMatches(r.uri, d.aliasFake);
     if (l > 0) found += r.uri.slice(l);
@@ -497,8 +513,10 @@ function translateAliasRedir(r: Request): number {
   const sconf = self.server(r.server);
   const d = self.dir(r);
   const redir = tryRedirect(r, d) ?? (sconf.redirects.length ? tryAliasList(r, sconf.redirects, true) : undefined);
+  if (redir === PREGSUB_ERROR) return 500;
   if (redir) return answerRedirect(r, redir, d, 'AH00673', 'AH00674');
   const alias = tryAlias(r, d) ?? (sconf.aliases.length ? tryAliasList(r, sconf.aliases, false)?.target : undefined);
+  if (alias === PREGSUB_ERROR) return 500;
   if (alias !== undefined) {
     r.filename = alias;
     return OK;
@@ -510,6 +528,7 @@ function translateAliasRedir(r: Request): number {
 function fixupRedir(r: Request): number {
   const d = self.dir(r);
   const redir = tryRedirect(r, d) ?? (d.redirects.length ? tryAliasList(r, d.redirects, true) : undefined);
+  if (redir === PREGSUB_ERROR) return 500;
   if (redir) return answerRedirect(r, redir, d, 'AH00675', 'AH00676');
   return DECLINED;
 }
@@ -583,216 +602,3 @@ const self = defineModule<AliasServerConfig, AliasDirConfig>({
 });
 
 export default self;
-
-// ---- string expressions ---------------------------------------------------------------------
-// The one-argument forms take a string-valued ap_expr (AP_EXPR_FLAG_STRING_RESULT): literal
-// text with %{VARIABLE}, %{function:argument} and $0..$9, compiled once at configuration time,
-// with parse errors worded as httpd's parser words them. This is the string subset only; when
-// the core has a full expression engine, mod_alias should use it instead.
-
-export interface StringExpr {
-  readonly source: string;
-  evaluate(r: Request): string;
-}
-
-type Part = (r: Request) => string;
-
-const pad2 = (n: number): string => String(n).padStart(2, '0');
-
-/** Request variables httpd's expression parser knows (util_expr_eval.c), upper case. */
-const VARIABLES: Record<string, Part> = {
-  HTTP_ACCEPT: (r) => r.headersIn.get('Accept') ?? '',
-  HTTP_COOKIE: (r) => r.headersIn.get('Cookie') ?? '',
-  HTTP_FORWARDED: (r) => r.headersIn.get('Forwarded') ?? '',
-  HTTP_HOST: (r) => r.headersIn.get('Host') ?? '',
-  HTTP_PROXY_CONNECTION: (r) => r.headersIn.get('Proxy-Connection') ?? '',
-  HTTP_REFERER: (r) => r.headersIn.get('Referer') ?? '',
-  HTTP_USER_AGENT: (r) => r.headersIn.get('User-Agent') ?? '',
-  REQUEST_METHOD: (r) => r.method,
-  REQUEST_SCHEME: (r) => r.server.scheme ?? 'http',
-  REQUEST_URI: (r) => r.uri,
-  DOCUMENT_URI: (r) => r.uri,
-  REQUEST_FILENAME: (r) => (r.filename !== '' ? r.filename : r.uri),
-  SCRIPT_FILENAME: (r) => (r.filename !== '' ? r.filename : r.uri),
-  REMOTE_HOST: (r) => r.connection.remoteHost ?? r.connection.remoteIp,
-  REMOTE_IDENT: () => '',
-  REMOTE_USER: (r) => r.user ?? '',
-  SERVER_ADMIN: (r) => r.server.serverAdmin ?? '',
-  SERVER_NAME: (r) => r.rt.serverName(r),
-  SERVER_PORT: (r) => String(r.rt.serverPort(r)),
-  SERVER_PROTOCOL: (r) => r.protocol,
-  PATH_INFO: (r) => r.pathInfo,
-  QUERY_STRING: (r) => r.args ?? '',
-  IS_SUBREQ: (r) => (r.main !== null ? 'true' : 'false'),
-  DOCUMENT_ROOT: (r) => r.rt.coreServer(r.server).documentRoot ?? '',
-  AUTH_TYPE: (r) => r.apAuthType ?? '',
-  THE_REQUEST: (r) => r.theRequest,
-  CONTENT_TYPE: (r) => r.contentType ?? '',
-  HANDLER: (r) => r.handler ?? '',
-  REQUEST_LOG_ID: () => '',
-  SCRIPT_USER: () => '',
-  SCRIPT_GROUP: () => '',
-  LAST_MODIFIED: () => '',
-  CONTEXT_PREFIX: () => '',
-  CONTEXT_DOCUMENT_ROOT: () => '',
-  REQUEST_STATUS: (r) => String(r.status),
-  REMOTE_ADDR: (r) => r.connection.remoteIp,
-  REMOTE_PORT: (r) => String(r.connection.remotePort),
-  HTTPS: (r) => (r.server.scheme === 'https' ? 'on' : 'off'),
-  IPV6: (r) => (r.connection.remoteIp.includes(':') ? 'on' : 'off'),
-  CONN_LOG_ID: () => '',
-  CONN_REMOTE_ADDR: (r) => r.connection.remoteIp,
-  TIME_YEAR: () => String(new Date().getFullYear()),
-  TIME_MON: () => pad2(new Date().getMonth() + 1),
-  TIME_DAY: () => pad2(new Date().getDate()),
-  TIME_HOUR: () => pad2(new Date().getHours()),
-  TIME_MIN: () => pad2(new Date().getMinutes()),
-  TIME_SEC: () => pad2(new Date().getSeconds()),
-  TIME_WDAY: () => String(new Date().getDay()),
-  TIME: () => {
-    const d = new Date();
-    return `${d.getFullYear()}${pad2(d.getMonth() + 1)}${pad2(d.getDate())}${pad2(d.getHours())}${pad2(d.getMinutes())}${pad2(d.getSeconds())}`;
-  },
-  SERVER_SOFTWARE: () => 'Apache',
-  API_VERSION: () => '',
-  HTTP2: () => 'off',
-};
-
-function unescapeUrl(s: string): string {
-  return s.replace(/%([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
-}
-
-const asciiLower = (s: string): string => s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
-const asciiUpper = (s: string): string => s.replace(/[a-z]+/g, (m) => m.toUpperCase());
-
-/** String functions (%{name:arg}), lower case. */
-const FUNCTIONS: Record<string, (r: Request, arg: string) => string> = {
-  req: (r, a) => r.headersIn.get(a) ?? '',
-  http: (r, a) => r.headersIn.get(a) ?? '',
-  req_novary: (r, a) => r.headersIn.get(a) ?? '',
-  resp: (r, a) => r.headersOut.get(a) ?? '',
-  reqenv: (r, a) => r.subprocessEnv.get(a) ?? '',
-  v: (r, a) => r.subprocessEnv.get(a) ?? '',
-  env: (r, a) => r.notes.get(a) ?? r.subprocessEnv.get(a) ?? process.env[a] ?? '',
-  osenv: (_r, a) => process.env[a] ?? '',
-  note: (r, a) => r.notes.get(a) ?? '',
-  tolower: (_r, a) => asciiLower(a),
-  toupper: (_r, a) => asciiUpper(a),
-  escape: (_r, a) => escapePath(a),
-  unescape: (_r, a) => unescapeUrl(a),
-  base64: (_r, a) => Buffer.from(a, 'latin1').toString('base64'),
-  unbase64: (_r, a) => Buffer.from(a, 'base64').toString('latin1'),
-  md5: (_r, a) => createHash('md5').update(Buffer.from(a, 'latin1')).digest('hex'),
-  sha1: (_r, a) => createHash('sha1').update(Buffer.from(a, 'latin1')).digest('hex'),
-};
-
-class ExprError extends Error {}
-
-const isIdStart = (c: string | undefined): boolean => c !== undefined && /[A-Za-z]/.test(c);
-const isIdChar = (c: string | undefined): boolean => c !== undefined && /[A-Za-z0-9_]/.test(c);
-
-/** Parses a string expression; returns the compiled form or httpd's parse error text. */
-export function parseStringExpr(source: string): StringExpr | { error: string } {
-  let pos = 0;
-  const s = source;
-
-  // A sequence of parts up to the end (top level) or an unescaped '}' (function argument).
-  const parseParts = (inFunction: boolean): Part[] => {
-    const parts: Part[] = [];
-    let lit = '';
-    const flush = (): void => {
-      if (lit !== '') {
-        const v = lit;
-        parts.push(() => v);
-        lit = '';
-      }
-    };
-    while (pos < s.length) {
-      const c = s[pos]!;
-      if (inFunction && c === '}') {
-        flush();
-        return parts;
-      }
-      if (c === '%' && s[pos + 1] === '{') {
-        flush();
-        pos += 2;
-        parts.push(parseVariable());
-        continue;
-      }
-      if (c === '$' && s[pos + 1] !== undefined && s[pos + 1]! >= '0' && s[pos + 1]! <= '9') {
-        // A regex back-reference: no regex is matched in a string expression, so empty.
-        flush();
-        pos += 2;
-        continue;
-      }
-      if (c === '\\' && pos + 1 < s.length) {
-        lit += unescapeChar();
-        continue;
-      }
-      lit += c;
-      pos++;
-    }
-    if (inFunction) throw new ExprError('Unterminated string or variable');
-    flush();
-    return parts;
-  };
-
-  const unescapeChar = (): string => {
-    const n = s[pos + 1]!;
-    const map: Record<string, string> = { n: '\n', r: '\r', t: '\t', b: '\b', f: '\f' };
-    const oct = /^[0-7]{1,3}/.exec(s.slice(pos + 1));
-    if (oct) {
-      pos += 1 + oct[0].length;
-      return String.fromCharCode(parseInt(oct[0], 8) & 0xff);
-    }
-    const hex = /^x([0-9A-Fa-f]{1,2})/.exec(s.slice(pos + 1));
-    if (hex) {
-      pos += 1 + hex[0].length;
-      return String.fromCharCode(parseInt(hex[1]!, 16));
-    }
-    pos += 2;
-    return map[n] ?? n;
-  };
-
-  const parseVariable = (): Part => {
-    if (pos >= s.length) throw new ExprError('syntax error, unexpected T_ERROR, expecting T_ID: Unterminated string or variable');
-    if (s[pos] === '}') throw new ExprError('syntax error, unexpected T_VAR_END, expecting T_ID');
-    if (!isIdStart(s[pos])) throw new ExprError(`syntax error, unexpected T_ERROR, expecting T_ID: Invalid character in variable name '${s[pos]}'`);
-    const start = pos;
-    while (isIdChar(s[pos])) pos++;
-    const name = s.slice(start, pos);
-    if (pos >= s.length) throw new ExprError("syntax error, unexpected T_ERROR, expecting T_VAR_END or ':': Unterminated string or variable");
-    if (s[pos] === '}') {
-      pos++;
-      const v = VARIABLES[asciiUpper(name)];
-      if (!v) throw new ExprError(`Variable '${name}' does not exist`);
-      return v;
-    }
-    if (s[pos] === ':') {
-      pos++;
-      const args = parseParts(true);
-      pos++; // '}'
-      const f = FUNCTIONS[asciiLower(name)];
-      if (!f) throw new ExprError(`Function '${name}' does not exist`);
-      return (r) => f(r, evalParts(args, r));
-    }
-    throw new ExprError(`syntax error, unexpected T_ERROR, expecting T_VAR_END or ':': Invalid character in variable name '${s[pos]}'`);
-  };
-
-  try {
-    const parts = parseParts(false);
-    return {
-      source,
-      evaluate: parts.length === 1 ? parts[0]! : (r) => evalParts(parts, r),
-    };
-  } catch (e) {
-    if (e instanceof ExprError) return { error: e.message };
-    throw e;
-  }
-}
-
-function evalParts(parts: readonly Part[], r: Request): string {
-  let out = '';
-  for (const p of parts) out += p(r);
-  return out;
-}

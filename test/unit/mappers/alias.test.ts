@@ -4,9 +4,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import alias, {
-  aliasMatches, compileRegex, escapeRedirectTarget, isUrl, mergeDirConfig, mergeServerConfig, parseStringExpr, pregsub,
+  aliasMatches, compileRegex, escapeRedirectTarget, isUrl, mergeDirConfig, mergeServerConfig, pregsub,
   type AliasDirConfig, type AliasServerConfig,
 } from '../../../src/modules/mappers/mod_alias.js';
+import { evalString, parseStringExpr } from '../../../src/expr/index.js';
 import { DECLINED, OK } from '../../../src/server/module.js';
 import { ServerRec } from '../../../src/server/server-rec.js';
 import type { Request } from '../../../src/server/request/request.js';
@@ -318,7 +319,8 @@ test('string expressions evaluate request variables and functions', () => {
   const r = makeRequest(rt, [], { uri: '/p q', args: 'A=1' });
   r.headersIn.set('Host', 'Example.com');
   r.subprocessEnv.set('MATCH_N', '42');
+  // (The engine in src/expr; \x is no escape in httpd's scanner: "\x41" reads "x41".)
   const e = parseStringExpr('%{REQUEST_URI}|%{query_string}|%{req:host}|%{tolower:%{HTTP_HOST}}|%{env:MATCH_N}|%{escape:%{REQUEST_URI}}|$1|\\x41|50%');
-  assert.ok(!('error' in e));
-  assert.equal(e.evaluate(r), '/p q|A=1|Example.com|example.com|42|/p%20q||A|50%');
+  assert.ok(e.ok);
+  assert.equal(evalString(e.expr, r), '/p q|A=1|Example.com|example.com|42|/p%20q||x41|50%');
 });
