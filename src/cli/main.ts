@@ -35,7 +35,10 @@ const SERVER_CONFIG_FILE = 'conf/httpd.conf';
 export const subcommands = new Map<string, (argv: string[]) => Promise<number>>();
 subcommands.set('htpasswd', async (argv) => (await import('./htpasswd.js')).htpasswdMain(argv));
 subcommands.set('htdbm', async (argv) => (await import('./htdbm.js')).htdbmMain(argv));
-subcommands.set('upgrade', async (argv) => (await import('../upgrade/cli.js')).upgradeMain(argv));
+// The assistant asks the catalogue, as it stands when it runs, which modules plume has.
+subcommands.set('upgrade', async (argv) => (await import('../upgrade/cli.js')).upgradeMain(argv, undefined, {
+  plumeModules: new Set(catalogue.all.map((m) => m.decl.name)),
+}));
 subcommands.set('explain', async (argv) => (await import('./explain.js')).explainMain(argv));
 
 /** The short program name httpd prints in front of some messages (ap_server_argv0). */

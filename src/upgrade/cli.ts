@@ -7,6 +7,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import type { Upgrade } from './engine.js';
 import { loadConfiguration } from './load.js';
 import { DEFAULT_OPTIONS, UpgradeParseError, type Finding, type UpgradeOptions } from './model.js';
@@ -29,6 +30,9 @@ const USAGE = `Usage: plume upgrade [--check | --diff | --write] [--output FILE]
 Upgrades an httpd 2.2 configuration (and the files it includes) to 2.4.
   (default)           list the findings: file:line, severity, rule, what changed and how
   --check             exit 1 when something must change, 0 when the input is clean 2.4
+                      (confirmed with apache2 -t where Apache 2.4 is installed)
+  --apache PATH       the httpd 2.4 binary --check confirms with (default /usr/sbin/apache2)
+  --no-apache         do not run it
   --diff              print a unified diff of every file that changes
   --write             rewrite the files in place, keeping FILE.bak
   --output PATH       write the upgraded configuration elsewhere: the main file to PATH, or, when
@@ -47,6 +51,8 @@ Upgrades an httpd 2.2 configuration (and the files it includes) to 2.4.
 
 export interface Args {
   mode: 'report' | 'check' | 'diff' | 'write';
+  /** --apache PATH ('' for --no-apache): the binary --check confirms a clean result with. */
+  apache: string | undefined;
   output: string | undefined;
   format: 'text' | 'json';
   files: string[];
@@ -57,6 +63,7 @@ export interface Args {
 export function parseUpgradeArgs(argv: readonly string[]): Args | string {
   let mode = 'report' as Args['mode'];
   let output: string | undefined;
+  let apache: string | undefined;
   let format: Args['format'] = 'text';
   const files: string[] = [];
   let htaccess: string[] | undefined | false;
@@ -108,6 +115,13 @@ export function parseUpgradeArgs(argv: readonly string[]): Args | string {
         break;
       }
       case '--keep-2.2-defaults': keep = true; break;
+      case '--no-apache': apache = ''; break;
+      case '--apache': {
+        const v = value();
+        if (v === undefined) return '--apache needs the path of the apache2 (httpd 2.4) binary';
+        apache = v;
+        break;
+      }
       case '--no-comments': comments = false; break;
       case '--mpm': {
         const v = value();
@@ -144,7 +158,7 @@ export function parseUpgradeArgs(argv: readonly string[]): Args | string {
   if (output !== undefined && files.length > 1) return '--output takes one configuration file';
   if (output !== undefined && mode === 'write') return '--output cannot be combined with --write';
   return {
-    mode, output, format, files,
+    mode, output, apache, format, files,
     opts: { ...DEFAULT_OPTIONS, comments, keep22Defaults: keep, htaccess, serverRoot, mpm, skip, defines },
   };
 }
@@ -213,13 +227,45 @@ export function writeTree(out: string, files: readonly { path: string; text: str
   return undefined;
 }
 
-export async function upgradeMain(argv: string[], io: Io = processIo): Promise<number> {
-  const a = parseUpgradeArgs(argv);
-  if (typeof a === 'string') {
-    if (a !== '') io.err(`plume upgrade: ${a}\n`);
-    io.err(USAGE);
-    return a === '' ? 0 : 1;
+/** What the command's caller knows: the modules plume has (asked of its catalogue by the
+ *  plume command line), the Apache binary --check may ask to confirm a clean result. */
+export interface UpgradeEnv {
+  readonly plumeModules?: ReadonlySet<string>;
+  /** undefined: /usr/sbin/apache2 (or $APACHE2) when installed; '': never run Apache. */
+  readonly apache?: string;
+}
+
+/** The Apache 2.4 binary to confirm with, if any. */
+function apacheBinary(env: UpgradeEnv, flag: string | undefined): string | undefined {
+  const want = flag ?? env.apache ?? process.env['APACHE2'] ?? '/usr/sbin/apache2';
+  if (want === '') return undefined;
+  try {
+    fs.accessSync(want, fs.constants.X_OK);
+    return want;
+  } catch {
+    return undefined;
   }
+}
+
+/** `apache2 -t` on a configuration (Debian's envvars file beside it is read first, as
+ *  apache2ctl does). */
+function apacheSyntax(bin: string, u: Upgrade, defines: readonly string[]): { ok: boolean; output: string } {
+  const args = ['-t', '-d', u.serverRoot, '-f', u.main.path, ...defines.flatMap((d) => ['-D', d])];
+  const envvars = path.join(path.dirname(u.main.path), 'envvars');
+  const r = fs.existsSync(envvars)
+    ? spawnSync('/bin/sh', ['-c', '. "$0" && exec "$@"', envvars, bin, ...args], { encoding: 'utf8', timeout: 60000 })
+    : spawnSync(bin, args, { encoding: 'utf8', timeout: 60000 });
+  return { ok: r.status === 0, output: `${r.stderr ?? ''}${r.stdout ?? ''}`.trim() };
+}
+
+export async function upgradeMain(argv: string[], io: Io = processIo, env: UpgradeEnv = {}): Promise<number> {
+  const parsed = parseUpgradeArgs(argv);
+  if (typeof parsed === 'string') {
+    if (parsed !== '') io.err(`plume upgrade: ${parsed}\n`);
+    io.err(USAGE);
+    return parsed === '' ? 0 : 1;
+  }
+  const a: Args = env.plumeModules ? { ...parsed, opts: { ...parsed.opts, plumeModules: env.plumeModules } } : parsed;
   // Read and analyse everything first: a parse error anywhere writes nothing.
   const runs: Upgrade[] = [];
   for (const f of a.files) {
@@ -239,12 +285,26 @@ export async function upgradeMain(argv: string[], io: Io = processIo): Promise<n
   switch (a.mode) {
     case 'check': {
       const must = findings.filter((f) => f.severity !== 'note');
+      // Nothing to change: where Apache 2.4 is installed, it must accept the files as they are
+      // before the configuration is called clean.
+      let refused: string | undefined;
+      let confirmed = false;
+      const bin = must.length === 0 && changed.length === 0 ? apacheBinary(env, a.apache) : undefined;
+      if (bin) {
+        for (const u of runs) {
+          const r = apacheSyntax(bin, u, a.opts.defines);
+          if (!r.ok) { refused = `${u.main.display}: ${bin} -t does not accept it:\n${r.output.split('\n').map((l) => `  ${l}`).join('\n')}\n`; break; }
+        }
+        confirmed = refused === undefined;
+      }
       if (a.format === 'json') io.out(formatJson(must));
       else {
         io.out(formatText(must));
-        io.out(must.length === 0 ? 'Clean 2.4 configuration: nothing to change.\n' : summary(must, changed.length));
+        if (must.length > 0 || changed.length > 0) io.out(summary(must, changed.length));
+        else if (refused) io.out(`Nothing for the assistant to change, but ${refused}`);
+        else io.out(`Clean 2.4 configuration: nothing to change${confirmed ? ` (${bin} -t: Syntax OK)` : ''}.\n`);
       }
-      return must.length > 0 || changed.length > 0 ? 1 : 0;
+      return must.length > 0 || changed.length > 0 || refused !== undefined ? 1 : 0;
     }
     case 'diff':
       for (const d of changed) io.out(unifiedDiff(d.original, d.text(), d.display, `${d.display} (upgraded)`));

@@ -136,7 +136,12 @@ export class Upgrade {
       if (m.guard) lines.push(`<IfModule !${m.symbol}>`, `    ${line}`, '</IfModule>');
       else lines.push(line);
     }
-    const last = this.named('LoadModule').filter((r) => r.doc.kind !== 'htaccess').pop();
+    // After the last LoadModule read unconditionally (or wrapped alone in an <IfModule>): never
+    // inside an <IfDefine> or another condition, where the new line would load only sometimes.
+    const all = this.named('LoadModule').filter((r) => r.doc.kind !== 'htaccess');
+    const plain = all.filter((r) => r.sections.length === 0
+      || (r.sections.length === 1 && r.sections[0]!.name.toLowerCase() === 'ifmodule' && isOnlyLoadModule(r.sections[0]!)));
+    const last = plain.pop() ?? (all.length > 0 && all.every((r) => r.sections.length > 0) ? undefined : all.pop());
     let made: ConfigNode[];
     let doc: Doc;
     const include = last && last.doc !== this.main ? this.includeOf(last.doc) : undefined;

@@ -50,6 +50,9 @@ export interface UpgradeOptions {
   readonly skip: readonly string[];
   /** Names defined with -D: <IfDefine> follows them. */
   readonly defines: readonly string[];
+  /** The modules plume has (module symbols), asked of its catalogue when the command runs;
+   *  undefined: not known (the modules.plume-support rule then says nothing). */
+  readonly plumeModules?: ReadonlySet<string>;
 }
 
 export const DEFAULT_OPTIONS: UpgradeOptions = {

@@ -83,13 +83,65 @@ test('report mode lists findings with file:line and writes nothing', async () =>
   assert.deepEqual(snapshot(root), before);
 });
 
-test('--check: 1 while something must change, 0 once the output is clean', async () => {
+const APACHE = '/usr/sbin/apache2';
+const HAVE_APACHE = fs.existsSync(APACHE);
+
+test('--check: 1 while something must change, 0 once the output is clean (confirmed by apache2 -t)', async () => {
   const root = tree({ 'httpd.conf': CONF22, 'conf/extra/status.conf': EXTRA });
+  fs.symlinkSync('/usr/lib/apache2/modules', path.join(root, 'modules'));
+  fs.mkdirSync(path.join(root, 'logs'));
   assert.equal((await run(['--check', 'httpd.conf'], root)).code, 1);
   assert.equal((await run(['--write', 'httpd.conf'], root)).code, 0);
   const r = await run(['--check', 'httpd.conf'], root);
   assert.equal(r.code, 0, r.out);
-  assert.match(r.out, /Clean 2\.4 configuration/);
+  assert.match(r.out, HAVE_APACHE ? /^Clean 2\.4 configuration: nothing to change \(\/usr\/sbin\/apache2 -t: Syntax OK\)\.$/m : /^Clean 2\.4 configuration/m);
+  cleanup(root);
+});
+
+test('--check: "Clean" only when apache2 -t accepts the configuration (issue 19 item 16)', { skip: !HAVE_APACHE && 'apache2 is not installed' }, async () => {
+  // Nothing the assistant knows to change, but a directive no loaded module provides.
+  const conf = 'ServerRoot "@ROOT@"\nLoadModule mpm_event_module modules/mod_mpm_event.so\nListen 127.0.0.1:8999\nPidFile logs/p.pid\nErrorLog logs/e.log\nEnableSendfile Off\nFileETag MTime Size\nFrobnicate On\n';
+  const root = tree({ 'httpd.conf': conf });
+  fs.symlinkSync('/usr/lib/apache2/modules', path.join(root, 'modules'));
+  const r = await run(['--check', 'httpd.conf'], root);
+  assert.equal(r.code, 1, r.out);
+  assert.doesNotMatch(r.out, /Clean 2\.4/);
+  assert.match(r.out, /apache2 -t does not accept it:\n[\s\S]*Invalid command 'Frobnicate'/);
+  // Without Apache to ask, the assistant's own verdict stands.
+  const quiet = await run(['--check', '--no-apache', 'httpd.conf'], root);
+  assert.equal(quiet.code, 0);
+  assert.match(quiet.out, /^Clean 2\.4 configuration: nothing to change\.$/m);
+  cleanup(root);
+});
+
+test('--check: a directive of a module 2.4 does not load is not "clean" (issue 19 item 16)', async () => {
+  const conf = 'ServerRoot "@ROOT@"\nLoadModule mpm_event_module modules/mod_mpm_event.so\nLoadModule ssl_module modules/mod_ssl.so\nEnableSendfile Off\nFileETag MTime Size\nSSLSessionCache shmcb:logs/ssl_scache(512000)\n';
+  const root = tree({ 'httpd.conf': conf });
+  const r = await run(['--check', '--no-apache', 'httpd.conf'], root);
+  assert.equal(r.code, 1, r.out);
+  assert.match(r.out, /change \[modules\.needed\] SSLSessionCache shmcb needs the socache provider "shmcb"/);
+  assert.doesNotMatch(r.out, /Clean 2\.4/);
+  cleanup(root);
+});
+
+test('the report names the modules plume cannot run yet, asked of the catalogue (issue 19 item 20)', async () => {
+  const conf = 'ServerRoot "@ROOT@"\nLoadModule mpm_event_module modules/mod_mpm_event.so\nLoadModule ssl_module modules/mod_ssl.so\nLoadModule mime_module modules/mod_mime.so\n';
+  const root = tree({ 'httpd.conf': conf });
+  let out = '';
+  const io: Io = { out: (x) => { out += x; }, err: () => undefined };
+  const prev = process.cwd();
+  process.chdir(root);
+  try {
+    await upgradeMain(['httpd.conf'], io, { plumeModules: new Set(['mpm_event_module', 'mime_module', 'core_module']) });
+  } finally {
+    process.chdir(prev);
+  }
+  assert.match(out, /note \[modules\.plume-support\] The upgraded configuration loads 1 module\(s\) plume cannot run yet: mod_ssl\./);
+  // As bin/plume runs it: the catalogue of this build.
+  const r = spawnSync(process.execPath, [path.join(REPO_ROOT, 'bin', 'plume'), 'upgrade', 'httpd.conf'], { cwd: root, encoding: 'utf8' });
+  assert.match(r.stdout, /\[modules\.plume-support\].*mod_ssl/);
+  assert.doesNotMatch(r.stdout, /plume cannot run yet: [^\n]*mod_mime/);
+  cleanup(root);
 });
 
 test('--write keeps FILE.bak, renames a temporary file over each changed file, leaves no temporary file', async () => {

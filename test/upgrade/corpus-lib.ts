@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { upgradeConfiguration } from '../../src/upgrade/cli.js';
 import { DEFAULT_OPTIONS, type Finding, type UpgradeOptions } from '../../src/upgrade/model.js';
 import type { Upgrade } from '../../src/upgrade/engine.js';
+import { catalogue } from '../../src/modules/index.js';
 
 export const REPO_ROOT: string = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const CORPUS_DIR: string = path.join(REPO_ROOT, 'test', 'upgrade', 'corpus');
@@ -47,6 +48,9 @@ export interface Row {
    *  2.2's answer (issue item 4); `why` explains. */
   compat24?: number;
   why?: string;
+  /** Response headers 2.2 sent for this request (null: absent), for cases about more than
+   *  access control (FilterProvider...). Only the names listed are compared. */
+  expectHeaders?: Record<string, string | null>;
 }
 
 export interface Matrix {
@@ -63,6 +67,8 @@ export interface Recorded {
   upgraded: number[];
   /** apache2 -t on the upgraded configuration. */
   syntax: { exit: number; output: string };
+  /** For rows with expectHeaders: those headers as Apache 2.4 sent them on the upgraded configuration. */
+  upgradedHeaders?: (Record<string, string | null> | null)[];
 }
 
 export function listCorpus(): string[] {
@@ -99,9 +105,13 @@ export function materialise(name: string, port: number): string {
   return root;
 }
 
+/** The modules plume has, as its catalogue says when the test runs. */
+export const PLUME_MODULES: ReadonlySet<string> = new Set(catalogue.all.map((m) => m.decl.name));
+
 export function upgradeOptions(m: Matrix, root: string, extra: Partial<UpgradeOptions> = {}): UpgradeOptions {
   return {
     ...DEFAULT_OPTIONS,
+    plumeModules: PLUME_MODULES,
     htaccess: m.upgrade?.htaccess ? [root] : undefined,
     keep22Defaults: m.upgrade?.keep22Defaults ?? false,
     ...extra,
@@ -167,8 +177,14 @@ export async function startServer(which: 'plume' | 'apache', root: string, port:
   };
 }
 
-/** Sends one matrix row; answers the status code. */
-export function send(port: number, row: Row): Promise<number> {
+export interface Answer {
+  status: number;
+  /** The headers the row's expectHeaders names (lower-case keys as written there), or null. */
+  headers: Record<string, string | null> | null;
+}
+
+/** Sends one matrix row; answers the status code and the headers the row asks about. */
+export function sendRow(port: number, row: Row): Promise<Answer> {
   const headers: Record<string, string> = { Host: row.host ?? 'localhost', Connection: 'close', ...(row.headers ?? {}) };
   if (row.user !== undefined) headers['Authorization'] = 'Basic ' + Buffer.from(`${row.user}:${row.password ?? ''}`).toString('base64');
   const method = row.method ?? 'GET';
@@ -176,7 +192,17 @@ export function send(port: number, row: Row): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, path: row.path, method, headers, localAddress: row.client, agent: false }, (res) => {
       res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('end', () => {
+        let got: Record<string, string | null> | null = null;
+        if (row.expectHeaders) {
+          got = {};
+          for (const name of Object.keys(row.expectHeaders)) {
+            const v = res.headers[name.toLowerCase()];
+            got[name] = v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+          }
+        }
+        resolve({ status: res.statusCode ?? 0, headers: got });
+      });
     });
     req.setTimeout(10000, () => req.destroy(new Error('timeout')));
     req.once('error', reject);
@@ -184,9 +210,18 @@ export function send(port: number, row: Row): Promise<number> {
   });
 }
 
+/** Sends one matrix row; answers the status code. */
+export async function send(port: number, row: Row): Promise<number> {
+  return (await sendRow(port, row)).status;
+}
+
 export async function runRows(port: number, rows: readonly Row[]): Promise<number[]> {
-  const out: number[] = [];
-  for (const r of rows) out.push(await send(port, r));
+  return (await runRowsFull(port, rows)).map((a) => a.status);
+}
+
+export async function runRowsFull(port: number, rows: readonly Row[]): Promise<Answer[]> {
+  const out: Answer[] = [];
+  for (const r of rows) out.push(await sendRow(port, r));
   return out;
 }
 

@@ -22,8 +22,8 @@ import { upgradeConfiguration } from '../../src/upgrade/cli.js';
 import { loadConfiguration } from '../../src/upgrade/load.js';
 import { unifiedDiff } from '../../src/upgrade/report.js';
 import {
-  APACHE_BIN, freePort, listCorpus, loadMatrix, loadRecorded, materialise, removeRoot, runRows, startServer, syntaxCheck,
-  upgradeInPlace, upgradeOptions, type Row,
+  APACHE_BIN, freePort, listCorpus, loadMatrix, loadRecorded, materialise, removeRoot, runRowsFull, startServer, syntaxCheck,
+  upgradeInPlace, upgradeOptions, type Answer, type Row,
 } from './corpus-lib.js';
 
 const filter = process.env['UPGRADE_CORPUS_FILTER'] ?? '';
@@ -65,6 +65,9 @@ test('upgrade corpus', { concurrency: 4 }, async (t) => {
               if (r.compat24 !== undefined && r.compat24 === r.expect) bad.push(`${label(r, i)}: compat24 equals expect`);
               if (rec.compat[i] !== (r.compat24 ?? r.expect)) bad.push(`${label(r, i)}: 2.4+compat ${rec.compat[i]}, matrix ${r.compat24 ?? r.expect}`);
               if (rec.upgraded[i] !== r.expect) bad.push(`${label(r, i)}: 2.4 on upgraded ${rec.upgraded[i]}, 2.2 ${r.expect}`);
+              if (r.expectHeaders && JSON.stringify(rec.upgradedHeaders?.[i]) !== JSON.stringify(r.expectHeaders)) {
+                bad.push(`${label(r, i)}: 2.4 on upgraded sent ${JSON.stringify(rec.upgradedHeaders?.[i])}, 2.2 ${JSON.stringify(r.expectHeaders)}`);
+              }
             });
             assert.deepEqual(bad, []);
             assert.equal(rec.syntax.output, 'Syntax OK', 'apache2 -t on the upgraded configuration');
@@ -100,23 +103,28 @@ test('upgrade corpus', { concurrency: 4 }, async (t) => {
             assert.deepEqual(syntaxCheck('apache', root), { exit: 0, output: 'Syntax OK' });
           });
         }
-        await st.test('plume -t', () => {
+        // Modules plume cannot run yet (the catalogue says so at run time): Apache's answers
+        // above are the check until plume has them.
+        const unsupported = u.findings.find((f) => f.rule === 'modules.plume-support');
+        const plumeSkip = unsupported ? `plume cannot run it yet: ${unsupported.message.replace(/^.*yet: /, '').replace(/\. .*$/, '')}` : false;
+        await st.test('plume -t', { skip: plumeSkip }, () => {
           const r = syntaxCheck('plume', root);
           assert.equal(r.output.split('\n').filter((l) => !/^\[.*\] \[so:notice\]|AH01574/.test(l)).join('\n'), 'Syntax OK');
         });
-        await st.test('plume on the upgraded configuration answers as 2.2 did', async () => {
+        await st.test('plume on the upgraded configuration answers as 2.2 did', { skip: plumeSkip }, async () => {
           const srv = await startServer('plume', root, port);
-          let got: number[];
+          let got: Answer[];
           try {
-            got = await runRows(port, m.rows);
+            got = await runRowsFull(port, m.rows);
           } finally {
             await srv.stop();
           }
           const bad: string[] = [];
           m.rows.forEach((r, i) => {
             rowsTotal++;
-            if (got[i] === r.expect) rowsMatching++;
-            else bad.push(`${label(r, i)}: plume ${got[i]}, 2.2 ${r.expect}`);
+            const headersOk = !r.expectHeaders || JSON.stringify(got[i]!.headers) === JSON.stringify(r.expectHeaders);
+            if (got[i]!.status === r.expect && headersOk) rowsMatching++;
+            else bad.push(`${label(r, i)}: plume ${got[i]!.status} ${JSON.stringify(got[i]!.headers)}, 2.2 ${r.expect} ${JSON.stringify(r.expectHeaders ?? null)}`);
           });
           assert.deepEqual(bad, []);
         });

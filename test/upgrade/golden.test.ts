@@ -7,6 +7,7 @@
  *   expected/         every file the assistant changes, as it must read afterwards
  *   findings.txt      the findings, one per line: "FILE:LINE SEVERITY RULE"
  *   apache-t          (optional) run apache2 -t on the result where Apache is installed
+ *   plume-modules     (optional) the modules plume has, one symbol a line (else not known)
  * Every case is also upgraded a second time: nothing may change then.
  * UPGRADE_GOLDEN_UPDATE=1 rewrites expected/ and findings.txt from the current output.
  */
@@ -23,7 +24,7 @@ import { RULES } from '../../src/upgrade/rules/index.js';
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const GOLDEN = path.join(REPO_ROOT, 'test', 'upgrade', 'golden');
 const UPDATE = process.env['UPGRADE_GOLDEN_UPDATE'] === '1';
-const META = new Set(['args', 'expected', 'findings.txt', 'apache-t', 'README.md']);
+const META = new Set(['args', 'expected', 'findings.txt', 'apache-t', 'plume-modules', 'README.md']);
 
 function copyCase(src: string, dst: string, root: string): void {
   for (const e of fs.readdirSync(src, { withFileTypes: true })) {
@@ -67,6 +68,8 @@ for (const name of cases) {
       const a = parseUpgradeArgs([...argsOf(name, root), 'httpd.conf']);
       assert.ok(typeof a !== 'string', String(a));
       if (typeof a === 'string') return;
+      const pm = path.join(GOLDEN, name, 'plume-modules');
+      if (fs.existsSync(pm)) a.opts = { ...a.opts, plumeModules: new Set(fs.readFileSync(pm, 'utf8').split('\n').map((l) => l.trim()).filter(Boolean)) };
       const u = upgradeConfiguration('httpd.conf', a.opts);
       const findings = u.sortedFindings().map((f) => `${f.file.replaceAll(root, '@ROOT@')}:${f.line} ${f.severity} ${f.rule}`);
       for (const f of u.findings) seenRules.add(f.rule);

@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import {
-  APACHE_BIN, CORPUS_DIR, freePort, listCorpus, loadMatrix, materialise, removeRoot, runRows, startServer, syntaxCheck,
+  APACHE_BIN, CORPUS_DIR, freePort, listCorpus, loadMatrix, materialise, removeRoot, runRows, runRowsFull, startServer, syntaxCheck,
   upgradeInPlace, upgradeOptions, type Recorded,
 } from './corpus-lib.js';
 
@@ -33,10 +33,13 @@ async function record(name: string): Promise<Recorded> {
   upgradeInPlace(root, upgradeOptions(m, root));
   const syntax = syntaxCheck('apache', root);
   srv = await startServer('apache', root, port);
-  const upgraded = await runRows(port, m.rows);
+  const answers = await runRowsFull(port, m.rows);
   await srv.stop();
   removeRoot(root);
-  return { recordedWith: version, compat, upgraded, syntax };
+  const upgraded = answers.map((a) => a.status);
+  const rec: Recorded = { recordedWith: version, compat, upgraded, syntax };
+  if (m.rows.some((r) => r.expectHeaders)) rec.upgradedHeaders = answers.map((a) => a.headers);
+  return rec;
 }
 
 const filter = process.argv[2] ?? '';
@@ -45,7 +48,8 @@ for (const name of listCorpus().filter((n) => n.includes(filter))) {
     const r = await record(name);
     fs.writeFileSync(path.join(CORPUS_DIR, name, 'recorded.json'), JSON.stringify(r, null, 2) + '\n');
     const m = loadMatrix(name);
-    const bad = m.rows.map((row, i) => ({ row, i })).filter(({ row, i }) => r.upgraded[i] !== row.expect || r.compat[i] !== (row.compat24 ?? row.expect));
+    const bad = m.rows.map((row, i) => ({ row, i })).filter(({ row, i }) => r.upgraded[i] !== row.expect || r.compat[i] !== (row.compat24 ?? row.expect)
+      || (row.expectHeaders !== undefined && JSON.stringify(r.upgradedHeaders?.[i]) !== JSON.stringify(row.expectHeaders)));
     process.stdout.write(`${name}: recorded${bad.length ? ` (${bad.length} row(s) differ from matrix.json: ${bad.map(({ row, i }) => `#${i} ${row.method ?? 'GET'} ${row.path} ${row.client}${row.user ? ` ${row.user}` : ''} expect ${row.expect}${row.compat24 ? `/compat ${row.compat24}` : ''} got compat ${r.compat[i]} upgraded ${r.upgraded[i]}`).join('; ')})` : ''}${r.syntax.output !== 'Syntax OK' ? ` syntax: ${r.syntax.output}` : ''}\n`);
   } catch (e) {
     process.stdout.write(`${name}: FAILED ${(e as Error).message}\n`);

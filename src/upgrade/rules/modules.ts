@@ -369,6 +369,27 @@ function needed(u: Upgrade): void {
   }
 }
 
+/** The modules the upgraded configuration loads that plume cannot run yet (issue 19 item 20):
+ *  Apache 2.4 runs the result; plume refuses such a LoadModule until it has the module. */
+function plumeSupport(u: Upgrade): void {
+  const have = u.opts.plumeModules;
+  if (!have) return;
+  const opts: ModelOptions = { version: '2.4.71', staticModules: STATIC_24, defines: u.opts.defines };
+  const loaded = new Set([...STATIC_24, ...u.loadedModules()]);
+  const missing = new Map<string, Ref>();
+  for (const l of loadRefs(u)) {
+    if (!l.symbol || have.has(l.symbol) || missing.has(l.symbol) || !readWith(l.ref, loaded, opts)) continue;
+    // A line guarded by <IfModule !symbol> loads nothing where the module is compiled in.
+    missing.set(l.symbol, l.ref);
+  }
+  if (missing.size === 0) return;
+  const names = [...missing.keys()].map((m) => `mod_${base(m)}`);
+  const first = [...missing.values()][0]!;
+  u.report('modules.plume-support', first, 'note',
+    `The upgraded configuration loads ${missing.size} module(s) plume cannot run yet: ${names.join(', ')}. Apache httpd 2.4 runs it as written; plume stops at the first such LoadModule until it has the module.`,
+    [...missing.values()].map((r) => textOf(r.node)).join('\n'), '');
+}
+
 export const modulesRules: Rule[] = [
   { id: 'modules.removed', title: 'LoadModule of modules 2.4 removed (authn_default, authz_default, authn_alias)', spec: ['2.3 AuthnProviderAlias', '9.1 versions'], run: removed },
   { id: 'modules.cache-disk', title: 'mod_disk_cache -> mod_cache_disk, mod_mem_cache removed', spec: ['2.4 mod_cache_disk, mod_lbmethod_bybusyness', '9.4 built separately'], run: cacheDisk },
@@ -382,6 +403,7 @@ export const modulesRules: Rule[] = [
   { id: 'modules.access-compat', title: 'mod_access_compat only while something kept needs it', spec: ['2.4 mod_access_compat', '5.2 rule 4', '7.1 Invalid command \'Require\' or \'Order\''], run: accessCompat },
   { id: 'modules.filter', title: 'mod_filter for AddOutputFilterByType and FilterProvider', spec: ['2.3 AddOutputFilterByType', '2.4 mod_filter', '7.1 Invalid command \'AddOutputFilterByType\''], run: filter },
   { id: 'modules.needed', title: 'Every module the 2.4 configuration needs (directives, providers, dependencies)', spec: ['9.4 built separately', '7.1 Invalid command \'User\''], run: needed },
+  { id: 'modules.plume-support', title: 'Modules the result loads that plume cannot run yet (note)', spec: ['9.1 versions'], run: plumeSupport },
   { id: 'modules.dav-lockdb', title: 'DavLockDB: delete the 2.2 lock database', spec: ['2.4 mod_dav_fs'], run: davLockDb },
   { id: 'modules.third-party', title: 'Third-party modules must be rebuilt for 2.4', spec: ['9.2 recompiled'], run: thirdParty },
   { id: 'modules.deflate', title: 'mod_deflate skips compression that would not pay', spec: ['2.4 mod_deflate'], run: deflateNote },
