@@ -16,6 +16,8 @@ import mime from './http/mod_mime.js';
 import dir from './mappers/mod_dir.js';
 import autoindex from './generators/mod_autoindex.js';
 import status from './generators/mod_status.js';
+import cgid from './generators/mod_cgid.js';
+import cgi from './generators/mod_cgi.js';
 import env from './metadata/mod_env.js';
 import setenvif from './metadata/mod_setenvif.js';
 import headers from './metadata/mod_headers.js';
@@ -46,7 +48,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(reqtimeout), h(filter), h(deflate), h(mime), h(status), h(autoindex), h(dir), h(alias), h(env), h(setenvif), h(headers),
+  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(reqtimeout), h(filter), h(deflate), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(alias), h(env), h(setenvif), h(headers),
   h(caseFilter), h(caseFilterIn),
 ];
 

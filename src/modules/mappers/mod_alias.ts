@@ -444,6 +444,9 @@ export function tryAliasList(r: Request, list: readonly AliasEntry[], isRedir: b
       const l = aliasMatches(r.uri, alias.fake);
       if (l > 0) {
         const real = alias.real ?? '';
+        // ap_set_context_info: CONTEXT_PREFIX and CONTEXT_DOCUMENT_ROOT for scripts.
+        r.contextPrefix = alias.fake;
+        r.contextDocumentRoot = real;
         found = isRedir ? real + escapePath(r.uri.slice(l)) : real + r.uri.slice(l);
       }
     }
@@ -471,7 +474,11 @@ function tryAlias(r: Request, d: Readonly<AliasDirConfig>): string | typeof PREG
   let found = v;
   if (d.aliasFake !== undefined && d.aliasPreservePath === true) {
     const l = aliasMatches(r.uri, d.aliasFake);
-    if (l > 0) found += r.uri.slice(l);
+    if (l > 0) {
+      r.contextPrefix = d.aliasFake;
+      r.contextDocumentRoot = found;
+      found += r.uri.slice(l);
+    }
   }
   if (d.handler) {
     r.handler = d.handler;

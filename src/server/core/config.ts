@@ -73,6 +73,10 @@ export interface CoreDirConfig {
   maxOverlaps: number | undefined;
   maxReversals: number | undefined;
   cgiPassAuth: OnOff | undefined;
+  /** CGIVar REQUEST_URI current-uri|original-uri (the only variable it knows). */
+  cgiVarRequestUri: 'current-uri' | 'original-uri' | undefined;
+  /** QualifyRedirectURL: REDIRECT_URL as a full URL. */
+  qualifyRedirectUrl: OnOff | undefined;
   contentDigest: OnOff | undefined;
   /** Deprecated DefaultType: only ever 'none' (2.4 ignores other values with a warning). */
   readonly defaultTypeWarned?: boolean;
@@ -114,6 +118,8 @@ export function createCoreDirConfig(dir: string | undefined): CoreDirConfig {
     maxOverlaps: undefined,
     maxReversals: undefined,
     cgiPassAuth: undefined,
+    cgiVarRequestUri: undefined,
+    qualifyRedirectUrl: undefined,
     contentDigest: undefined,
   };
 }
@@ -180,6 +186,8 @@ export function mergeCoreDirConfig(base: Readonly<CoreDirConfig>, add: Readonly<
     maxOverlaps: pick(add.maxOverlaps, base.maxOverlaps),
     maxReversals: pick(add.maxReversals, base.maxReversals),
     cgiPassAuth: pick(add.cgiPassAuth, base.cgiPassAuth),
+    cgiVarRequestUri: pick(add.cgiVarRequestUri, base.cgiVarRequestUri),
+    qualifyRedirectUrl: pick(add.qualifyRedirectUrl, base.qualifyRedirectUrl),
     contentDigest: pick(add.contentDigest, base.contentDigest),
   } satisfies { [K in keyof Required<Omit<CoreDirConfig, 'defaultTypeWarned'>>]: CoreDirConfig[K] };
 }

@@ -665,6 +665,15 @@ function recorded(name: string) {
   };
 }
 
+/** CGIVar: REQUEST_URI is the only variable with rules (core.c set_cgi_var). */
+function cgiVar(cmd: Cmd, name: string, rule: string): string | undefined {
+  const lower = rule.toLowerCase();
+  if (name !== 'REQUEST_URI') return `Unrecognized CGI variable: "${name}"`;
+  if (lower !== 'current-uri' && lower !== 'original-uri') return "Valid rules for REQUEST_URI are 'current-uri' and 'original-uri'";
+  cmd.dir.cgiVarRequestUri = lower;
+  return undefined;
+}
+
 const ANY = OR_ALL | ACCESS_CONF | RSRC_CONF;
 const SRV = RSRC_CONF;
 const DIRS = ACCESS_CONF | RSRC_CONF;
@@ -738,7 +747,8 @@ const coreDirectives: DirectiveSpec<CoreServerConfig, CoreDirConfig>[] = [
   directive({ name: 'MergeTrailers', args: 'FLAG', where: SRV, help: 'merge request trailers into request headers or not', handler: (cmd: Cmd, on: boolean) => { cmd.srv.mergeTrailers = on; return undefined; } }),
   directive({ name: 'MergeSlashes', args: 'FLAG', where: SRV, help: 'Controls whether consecutive slashes in the URI path are merged', handler: (cmd: Cmd, on: boolean) => { cmd.srv.mergeSlashes = on; return undefined; } }),
   directive({ name: 'StrictHostCheck', args: 'FLAG', where: SRV, help: 'Controls whether a hostname match is required', handler: (cmd: Cmd, on: boolean) => { cmd.srv.strictHostCheck = on; return undefined; } }),
-  directive({ name: 'QualifyRedirectURL', args: 'FLAG', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'Controls whether the REDIRECT_URL environment variable is fully qualified', handler: (cmd: Cmd) => undefined }),
+  directive({ name: 'QualifyRedirectURL', args: 'FLAG', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'Controls whether the REDIRECT_URL environment variable is fully qualified', handler: (cmd: Cmd, on: boolean) => { cmd.dir.qualifyRedirectUrl = on ? 'on' : 'off'; return undefined; } }),
+  directive({ name: 'CGIVar', args: 'TAKE2', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'Controls how some CGI variables are set', handler: cgiVar }),
   directive({ name: 'RegisterHttpMethod', args: 'ITERATE', where: SRV, help: 'Registers non-standard HTTP methods', handler: (cmd: Cmd, m: string) => { globals(cmd.ctx).registeredMethods.add(m); return undefined; } }),
   directive({ name: 'AcceptFilter', args: 'TAKE2', where: SRV, help: 'Set a socket accept filter for a given protocol (e.g. http, https)', handler: (cmd: Cmd) => undefined }),
 ];

@@ -88,6 +88,9 @@ export class Request {
   /** The query string (without '?'), undefined when there was none. */
   args: string | undefined = undefined;
   hostname = '';
+  /** The client's address as the request sees it (r->useragent_ip: mod_remoteip may set it
+   *  from a proxy header); the connection's peer otherwise. */
+  useragentIp: string;
   /** Host header port when given. */
   parsedPort = 0;
   requestTime = 0;          // ms since epoch
@@ -106,6 +109,10 @@ export class Request {
   pathInfo = '';
   finfo: Stats | null = null;
   usedPathInfo: AcceptPathInfo = 'default';
+  /** ap_set_context_info: the URL prefix and directory that mapped this request (mod_alias,
+   *  mod_userdir); undefined = none (CONTEXT_PREFIX "", CONTEXT_DOCUMENT_ROOT the DocumentRoot). */
+  contextPrefix: string | undefined = undefined;
+  contextDocumentRoot: string | undefined = undefined;
   /** Per-directory configuration vector for this request (merged). */
   perDirConfig: unknown[] = [];
   /** Section ids merged, for the merge cache key and `plume explain`. */
@@ -169,7 +176,9 @@ export class Request {
     readonly rt: Runtime,
     readonly connection: ConnRec,
     public server: ServerRec,
-  ) {}
+  ) {
+    this.useragentIp = connection.remoteIp;
+  }
 
   isInitialReq(): boolean {
     return this.main === null && this.prev === null;

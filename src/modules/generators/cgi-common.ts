@@ -1,0 +1,494 @@
+// What mod_cgi and mod_cgid share (httpd's modules/generators/cgi_common.h): the checks before a
+// script runs, the child process with its environment, the request body to its stdin, its
+// stdout read with a timeout between reads (CGIScriptTimeout / CGIDScriptTimeout, else
+// Timeout), its stderr lines in the error log as they come, the header scan, nph- output
+// straight to the client, and the ScriptLog of failed scripts.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import type { Readable } from 'node:stream';
+import type { Request } from '../../server/request/request.js';
+import { DECLINED, OK, type HookResult } from '../../server/module.js';
+import { coreDir } from '../../server/core/core-module.js';
+import { OPT_EXECCGI } from '../../server/core/config.js';
+import { DEFAULT_LIMIT_REQUEST_BODY } from '../../server/http/http-core.js';
+import { APLOG_ERR, APLOG_WARNING } from '../../server/log/levels.js';
+import { aprCtime } from '../../server/log/time.js';
+import { EOS, FLUSH, dataBucket } from '../../server/filters.js';
+import {
+  addCgiVars, addCommonVars, createEnvironment, scanScriptHeader, MAX_STRING_LEN, type ScriptLine,
+} from '../../server/util-script.js';
+
+/** httpd's CGI_MAGIC_TYPE: a content type that also selects the CGI handler. */
+export const CGI_MAGIC_TYPE = 'application/x-httpd-cgi';
+/** DEFAULT_LOGBYTES and DEFAULT_BUFBYTES. */
+export const DEFAULT_LOGBYTES = 10385760;
+export const DEFAULT_BUFBYTES = 1024;
+/** HUGE_STRING_LEN: a stderr line is read in pieces of at most this size - 1. */
+const HUGE_STRING_LEN = 8192;
+/** How long a script that outlived its request has after SIGTERM before SIGKILL
+ *  (APR_KILL_AFTER_TIMEOUT). */
+const KILL_GRACE_MS = 3000;
+
+export interface CgiServerConfig {
+  /** ScriptLog (server-root relative); undefined = none. */
+  logname: string | undefined;
+  /** ScriptLogLength. */
+  logbytes: number;
+  /** ScriptLogBuffer. */
+  bufbytes: number;
+}
+
+export interface CgiDirConfig {
+  /** CGIScriptTimeout / CGIDScriptTimeout in ms; undefined = the server's Timeout. */
+  timeout: number | undefined;
+}
+
+export function createCgiServerConfig(): CgiServerConfig {
+  return { logname: undefined, logbytes: DEFAULT_LOGBYTES, bufbytes: DEFAULT_BUFBYTES };
+}
+
+/** merge_cgi_config: a virtual host with its own ScriptLog takes its whole configuration. */
+export function mergeCgiServerConfig(base: Readonly<CgiServerConfig>, add: Readonly<CgiServerConfig>): CgiServerConfig {
+  return add.logname !== undefined ? { ...add } : { ...base };
+}
+
+/** The module-specific part: the log identity, AH numbers of the checks, the exec failure
+ *  text the child writes to its stderr, and the module's configuration. */
+export interface CgiFlavour {
+  readonly module: string;
+  readonly tags: { readonly execOff: string; readonly nphIncluded: string; readonly notFound: string; readonly isDir: string; readonly pathInfo: string };
+  execFailure(file: string, err: NodeJS.ErrnoException): string;
+  /** Whether a timeout is first logged as AH01220 (the CGI bucket of both modules). */
+  readonly timeoutWarning: boolean;
+  server(r: Request): CgiServerConfig;
+  dir(r: Request): CgiDirConfig;
+}
+
+// ---- ScriptLog ---------------------------------------------------------------------------------
+
+/** Opens the ScriptLog for appending unless it is unset or already over ScriptLogLength. */
+function openScriptLog(conf: CgiServerConfig): number | undefined {
+  if (conf.logname === undefined) return undefined;
+  try {
+    if (fs.statSync(conf.logname).size > conf.logbytes) return undefined;
+  } catch {
+    // not there yet: created below
+  }
+  try {
+    return fs.openSync(conf.logname, 'a');
+  } catch {
+    return undefined;
+  }
+}
+
+function logHead(r: Request, ret: number): string {
+  return `%% [${aprCtime(Date.now() * 1000, false)}] ${r.method} ${r.uri}${r.args !== undefined ? '?' + r.args : ''} ${r.protocol}\n%% ${ret} ${r.filename}\n`;
+}
+
+/** log_scripterror: an error line (the message carries its AH number) and a ScriptLog entry. */
+export function logScriptError(fl: CgiFlavour, r: Request, ret: number, tag: string, error: string): number {
+  r.log(fl.module, APLOG_ERR, `${tag}stderr from ${r.filename}: ${error}`);
+  const fd = openScriptLog(fl.server(r));
+  if (fd === undefined) return ret;
+  try {
+    fs.writeSync(fd, logHead(r, ret) + `%error\n${error}\n`);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return ret;
+}
+
+// ---- the script process ----------------------------------------------------------------------
+
+/** The script's stdout as a queue of chunks read with a timeout; the stream is paused while
+ *  the queue is full, so a fast script waits for a slow client. */
+class ScriptOutput {
+  private readonly chunks: Buffer[] = [];
+  private queued = 0;
+  private ended = false;
+  private wake: (() => void) | null = null;
+  constructor(private readonly stream: Readable) {
+    stream.on('data', (c: Buffer) => {
+      this.chunks.push(c);
+      this.queued += c.length;
+      if (this.queued >= 65536) stream.pause();
+      this.notify();
+    });
+    const end = (): void => { this.ended = true; this.notify(); };
+    stream.on('end', end);
+    stream.on('close', end);
+    stream.on('error', end);
+  }
+  private notify(): void {
+    const w = this.wake;
+    this.wake = null;
+    if (w) w();
+  }
+  /** The next chunk, null at the end, 'timeout' when nothing came for `ms`. */
+  async read(ms: number): Promise<Buffer | null | 'timeout'> {
+    if (this.chunks.length === 0 && !this.ended) {
+      const got = await new Promise<boolean>((res) => {
+        const t = setTimeout(() => { this.wake = null; res(false); }, ms);
+        this.wake = () => { clearTimeout(t); res(true); };
+      });
+      if (!got) return 'timeout';
+    }
+    const c = this.chunks.shift();
+    if (c === undefined) return null;
+    this.queued -= c.length;
+    if (this.queued < 65536 && this.stream.isPaused()) this.stream.resume();
+    return c;
+  }
+  /** What is queued now, without waiting. */
+  takeQueued(): Buffer[] {
+    const all = this.chunks.splice(0);
+    this.queued = 0;
+    if (this.stream.isPaused()) this.stream.resume();
+    return all;
+  }
+  get done(): boolean {
+    return this.ended && this.chunks.length === 0;
+  }
+  /** Puts back what a header line did not use. */
+  unshift(c: Buffer): void {
+    if (c.length) { this.chunks.unshift(c); this.queued += c.length; }
+  }
+}
+
+/** The script's stderr: each line goes to the error log (log_script_err) while the request
+ *  runs, or into the ScriptLog's %stderr part once the request has failed. */
+class ScriptErrors {
+  private partial = '';
+  private ended = false;
+  private readonly endWaiters: (() => void)[] = [];
+  /** Set when the lines go to the ScriptLog (log_script) instead of the error log. */
+  collect: string[] | null = null;
+  constructor(stream: Readable | null, private readonly onLine: (line: string) => void) {
+    if (stream === null) { this.ended = true; return; }
+    stream.setEncoding('latin1');
+    stream.on('data', (s: string) => this.take(s));
+    const end = (): void => {
+      if (this.ended) return;
+      if (this.partial !== '') { const p = this.partial; this.partial = ''; this.emit(p); }
+      this.ended = true;
+      for (const w of this.endWaiters.splice(0)) w();
+    };
+    stream.on('end', end);
+    stream.on('close', end);
+    stream.on('error', end);
+  }
+  /** A line as it would come from the child (for an exec failure). */
+  inject(line: string): void {
+    this.take(line + '\n');
+  }
+  private take(s: string): void {
+    let buf = this.partial + s;
+    for (;;) {
+      const nl = buf.indexOf('\n');
+      if (nl < 0 || nl >= HUGE_STRING_LEN - 1) {
+        // apr_file_gets hands out at most HUGE_STRING_LEN - 1 bytes at a time.
+        if (buf.length >= HUGE_STRING_LEN - 1) { this.emit(buf.slice(0, HUGE_STRING_LEN - 1)); buf = buf.slice(HUGE_STRING_LEN - 1); continue; }
+        break;
+      }
+      this.emit(buf.slice(0, nl + 1));
+      buf = buf.slice(nl + 1);
+    }
+    this.partial = buf;
+  }
+  private emit(raw: string): void {
+    if (this.collect) { this.collect.push(raw); return; }
+    let line = raw;
+    if (line.endsWith('\n')) line = line.slice(0, line.endsWith('\r\n') ? -2 : -1);
+    this.onLine(line);
+  }
+  /** Resolves when stderr has closed, or after `ms`. */
+  whenEnded(ms: number): Promise<void> {
+    if (this.ended) return Promise.resolve();
+    return new Promise((res) => {
+      const t = setTimeout(res, ms);
+      this.endWaiters.push(() => { clearTimeout(t); res(); });
+    });
+  }
+}
+
+/** Stops a script that is still running when its request is over: SIGTERM, then SIGKILL. */
+function reap(child: ChildProcess): void {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  child.kill('SIGTERM');
+  const t = setTimeout(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); }, KILL_GRACE_MS);
+  t.unref();
+  child.once('exit', () => clearTimeout(t));
+}
+
+/** default_build_command: argv[0] is the script; a query string without '=' gives the
+ *  remaining arguments, split at '+', unescaped, shell metacharacters escaped. */
+export function buildArgv(r: Request): string[] {
+  const argv = [r.filename];
+  const args = r.args;
+  if (args !== undefined && args !== '' && !args.includes('=')) {
+    for (const w of args.split('+').slice(0, 4094)) argv.push(escapeShellCmd(unescapeUrl(w)));
+  }
+  return argv;
+}
+
+function unescapeUrl(s: string): string {
+  return s.replace(/%([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
+}
+
+/** ap_escape_shell_cmd. */
+export function escapeShellCmd(s: string): string {
+  return s.replace(/[&;`'"|*?~<>^()[\]{}$\\\n\x0A\xFF]/g, (c) => '\\' + c);
+}
+
+/** Runs the script: the spawn's own failure (a script that cannot be executed) becomes the
+ *  line httpd's child writes to its stderr before it exits. */
+function runChild(fl: CgiFlavour, r: Request, argv: string[], env: Record<string, string>): { child: ChildProcess; out: ScriptOutput; err: ScriptErrors } {
+  const dir = r.filename.slice(0, r.filename.lastIndexOf('/') + 1) || '/';
+  const child = spawn(r.filename, argv.slice(1), {
+    argv0: argv[0], cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true,
+  });
+  const err = new ScriptErrors(child.stderr, (line) => { logScriptError(fl, r, r.status, 'AH01215: ', line); });
+  const out = new ScriptOutput(child.stdout!);
+  child.on('error', (e: NodeJS.ErrnoException) => {
+    err.inject(fl.execFailure(r.filename, e));
+  });
+  child.stdin!.on('error', () => { /* the script stopped reading: reported on write */ });
+  return { child, out, err };
+}
+
+// ---- the handler -------------------------------------------------------------------------------
+
+function scriptTimeout(fl: CgiFlavour, r: Request): number {
+  const t = fl.dir(r).timeout;
+  return t !== undefined && t > 0 ? t : r.server.timeout * 1000;
+}
+
+/** Whether the request's handler is a CGI one (checked before any promise is made). */
+export function isCgiRequest(r: Request): boolean {
+  return r.handler === 'cgi-script' || r.handler === CGI_MAGIC_TYPE;
+}
+
+/** The handler of mod_cgi and mod_cgid (cgi_handler / cgid_handler). */
+export async function cgiHandler(fl: CgiFlavour, r: Request): Promise<HookResult> {
+  if (r.handler !== CGI_MAGIC_TYPE && r.handler !== 'cgi-script') return DECLINED;
+  const isIncluded = r.protocol === 'INCLUDED';
+  const base = r.filename.slice(r.filename.lastIndexOf('/') + 1);
+  const nph = base.startsWith('nph-');
+  const conf = fl.server(r);
+  const scriptAliased = r.notes.get('alias-forced-type')?.toLowerCase() === 'cgi-script';
+  if (!(coreDir(r).opts & OPT_EXECCGI) && !scriptAliased) {
+    return logScriptError(fl, r, 403, fl.tags.execOff, 'Options ExecCGI is off in this directory');
+  }
+  if (nph && isIncluded) return logScriptError(fl, r, 403, fl.tags.nphIncluded, 'attempt to include NPH CGI script');
+  if (r.finfo === null) return logScriptError(fl, r, 404, fl.tags.notFound, 'script not found or unable to stat');
+  if (r.finfo.isDirectory()) return logScriptError(fl, r, 403, fl.tags.isDir, 'attempt to invoke directory as script');
+  if (r.usedPathInfo === 'off' && r.pathInfo !== '') {
+    return logScriptError(fl, r, 404, fl.tags.pathInfo, "AcceptPathInfo off disallows user's path");
+  }
+
+  addCommonVars(r);
+  await addCgiVars(r);
+  const env = createEnvironment(r.subprocessEnv);
+  const timeout = scriptTimeout(fl, r);
+
+  // The request body is read before the script's output (cgi_handle_request); the first
+  // ScriptLogBuffer bytes are kept for the ScriptLog.
+  let body: Buffer | null = null;
+  if (r.body !== null && !r.body.done) {
+    try {
+      body = await r.body.read(coreDir(r).limitRequestBody ?? DEFAULT_LIMIT_REQUEST_BODY);
+    } catch (e) {
+      const st = (e as { status?: number }).status ?? 400;
+      r.log(fl.module, APLOG_ERR, 'AH01225: Error reading request entity data');
+      return st;
+    }
+  }
+  const { child, out, err } = runChild(fl, r, buildArgv(r), env);
+  try {
+    const dbuf = conf.logname !== undefined && body !== null ? body.subarray(0, conf.bufbytes).toString('latin1') : '';
+    const stdin = child.stdin!;
+    if (body !== null && body.length > 0) {
+      stdin.write(body, (e) => {
+        if (e) r.log(fl.module, APLOG_ERR, `AH02651: Error writing request body to script ${r.filename}`, r.rt.errno(e));
+      });
+    }
+    stdin.end();
+    return await handleResponse(fl, r, nph, out, err, timeout, dbuf);
+  } finally {
+    reap(child);
+  }
+}
+
+/** Reads stdout for the header scan: a line without CR/LF; 0 at the end of the output (or a
+ *  line that does not fit); -1 on a timeout (logged as AH01220). */
+function headerReader(fl: CgiFlavour, r: Request, out: ScriptOutput, err: ScriptErrors, timeout: number): () => Promise<ScriptLine> {
+  let cur: Buffer = Buffer.alloc(0);
+  return async () => {
+    let line = '';
+    for (;;) {
+      if (cur.length === 0) {
+        const c = await readStdout(fl, r, out, err, timeout);
+        if (c === 'timeout') return { line, rv: -1 };
+        if (c === null) return { line, rv: 0 };
+        cur = c;
+      }
+      let i = 0;
+      for (; i < cur.length; i++) {
+        const b = cur[i]!;
+        if (b === 0x0a) {
+          out.unshift(cur.subarray(i + 1));
+          cur = Buffer.alloc(0);
+          return { line, rv: 1 };
+        }
+        if (b !== 0x0d) {
+          if (line.length >= MAX_STRING_LEN - 1) {
+            out.unshift(cur.subarray(i));
+            cur = Buffer.alloc(0);
+            return { line, rv: 0 };
+          }
+          line += String.fromCharCode(b);
+        }
+      }
+      cur = Buffer.alloc(0);
+    }
+  };
+}
+
+/** One read of the script's stdout, as the CGI bucket does it: at the end of the output the
+ *  stderr lines written before it are logged first. */
+async function readStdout(fl: CgiFlavour, r: Request, out: ScriptOutput, err: ScriptErrors, timeout: number): Promise<Buffer | null | 'timeout'> {
+  const c = await out.read(timeout);
+  if (c === 'timeout') {
+    if (fl.timeoutWarning) r.log(fl.module, APLOG_WARNING, `AH01220: Timeout waiting for output from CGI script ${r.filename}`);
+    return c;
+  }
+  if (c === null) await err.whenEnded(timeout);
+  return c;
+}
+
+/** cgi_handle_response. */
+async function handleResponse(fl: CgiFlavour, r: Request, nph: boolean, out: ScriptOutput, err: ScriptErrors, timeout: number, dbuf: string): Promise<HookResult> {
+  if (nph) return sendNph(fl, r, out, err, timeout);
+  const sbuf = { line: '' };
+  const gets = headerReader(fl, r, out, err, timeout);
+  let ret = await scanScriptHeader(r, gets, { module: fl.module }, sbuf);
+  if (r.subprocessEnv.get('ap_trust_cgilike_cl') === undefined) r.headersOut.unset('Content-Length');
+  r.headersOut.unset('Transfer-Encoding');
+  if (ret !== OK) {
+    ret = await logScript(fl, r, ret, dbuf, sbuf.line, ret === 504 ? null : out, err, timeout);
+    if (ret === 304) { r.status = 304; return OK; }
+    return ret;
+  }
+  const location = r.headersOut.get('Location');
+  if (location !== undefined && r.status === 200) {
+    await discard(out, timeout);
+    await err.whenEnded(timeout);
+    if (location.startsWith('/')) {
+      r.method = 'GET';
+      r.headersIn.unset('Content-Length');
+      await r.rt.internalRedirect(r, location);
+      // The redirect's response went out through its own request.
+      r.eosSent = true;
+      return OK;
+    }
+    return 302;
+  }
+  await sendBody(fl, r, out, err, timeout);
+  return OK;
+}
+
+async function discard(out: ScriptOutput, timeout: number): Promise<void> {
+  for (;;) {
+    const c = await out.read(timeout);
+    if (c === null || c === 'timeout') return;
+  }
+}
+
+/** The body as it comes: what is there already goes out in the first brigade (with EOS when
+ *  the script has finished, so a quick script's response has a Content-Length), the rest as
+ *  it is read. */
+async function sendBody(fl: CgiFlavour, r: Request, out: ScriptOutput, err: ScriptErrors, timeout: number): Promise<void> {
+  const first = out.takeQueued();
+  if (out.done) {
+    await err.whenEnded(timeout);
+    await r.write([...first.map((b) => dataBucket(b)), EOS]);
+    return;
+  }
+  // Not finished yet: what there is goes out now, the header with it (httpd's content-length
+  // filter meets a read that would block and flushes), so the body is chunked.
+  await r.write(first.length ? first.map((b) => dataBucket(b)) : [FLUSH]);
+  for (;;) {
+    if (r.connection.aborted) return;
+    const c = await readStdout(fl, r, out, err, timeout);
+    if (c === 'timeout') {
+      // The response is cut off where it stands: no last chunk, the connection closes.
+      r.connection.keepAlive = false;
+      r.eosSent = true;
+      return;
+    }
+    if (c === null) break;
+    await r.write([dataBucket(c)]);
+  }
+  await r.write([EOS]);
+}
+
+/** An nph- script's output goes to the client as it is, past the protocol filters; the
+ *  connection is not kept open. */
+async function sendNph(fl: CgiFlavour, r: Request, out: ScriptOutput, err: ScriptErrors, timeout: number): Promise<HookResult> {
+  const w = r.connection.wire;
+  r.headersSent = true;
+  r.connection.keepAlive = false;
+  for (;;) {
+    const c = await readStdout(fl, r, out, err, timeout);
+    if (c === 'timeout' || c === null) break;
+    if (r.headerOnly) continue;
+    r.connection.bytesOut += c.length;
+    if (!w.write(c)) await w.drain();
+  }
+  r.eosSent = true;
+  await err.whenEnded(timeout);
+  return OK;
+}
+
+/** log_script: a failed script's ScriptLog entry (request headers, the POSTed data kept, the
+ *  response's error headers, the header line that failed, the rest of stdout and stderr);
+ *  without a ScriptLog (or over ScriptLogLength) the output is dropped and stderr logged. */
+async function logScript(fl: CgiFlavour, r: Request, ret: number, dbuf: string, sbuf: string, out: ScriptOutput | null, err: ScriptErrors, timeout: number): Promise<number> {
+  const fd = openScriptLog(fl.server(r));
+  if (fd === undefined) {
+    if (out) {
+      await discard(out, timeout);
+      await err.whenEnded(timeout);
+    }
+    return ret;
+  }
+  err.collect = [];
+  const rest: Buffer[] = [];
+  if (out) {
+    for (;;) {
+      const c = await out.read(timeout);
+      if (c === null || c === 'timeout') break;
+      rest.push(c);
+    }
+    await err.whenEnded(timeout);
+  }
+  let text = logHead(r, ret) + '%request\n';
+  r.headersIn.forEach((name, value) => { text += `${name}: ${value}\n`; });
+  if ((r.method === 'POST' || r.method === 'PUT') && dbuf !== '') text += `\n${dbuf}\n`;
+  text += '%response\n';
+  r.errHeadersOut.forEach((name, value) => { text += `${name}: ${value}\n`; });
+  if (sbuf !== '') text += sbuf + '\n';
+  if (rest.length) {
+    text += '%stdout\n';
+    for (const b of rest) text += b.toString('latin1') + '\n';
+  }
+  const lines = err.collect;
+  if (lines.length) text += '%stderr\n' + lines.join('') + '\n';
+  try {
+    fs.writeSync(fd, Buffer.from(text, 'latin1'));
+  } finally {
+    fs.closeSync(fd);
+  }
+  return ret;
+}

@@ -1,0 +1,287 @@
+// What the server gives scripts (httpd's server/util_script.c): the CGI/1.1 environment
+// (ap_add_common_vars, ap_add_cgi_vars, ap_create_environment) and the reading of a
+// script's response header (ap_scan_script_header_err_core). Used by mod_cgi, mod_cgid,
+// mod_include's exec and mod_actions' scripts.
+
+import type { Request } from './request/request.js';
+import { coreDir, coreServer } from './core/core-module.js';
+import { DEFAULT_DOCROOT } from './core/core-hooks.js';
+import { globals } from './core/globals.js';
+import { serverBanner } from './version.js';
+import { signature, escapeHtml } from './http/response.js';
+import { getServerName, getServerPort, httpScheme } from './core/server-name.js';
+import { meetsConditions, rationalizeMtime, updateMtime } from './http/conditional.js';
+import { parseHttpDate, toHttpDate } from './log/time.js';
+import { APLOG_ERR, APLOG_INFO, APLOG_TRACE1, APLOG_TRACE4 } from './log/levels.js';
+import { OK } from './module.js';
+
+/** httpd's DEFAULT_PATH, the PATH a script gets when the server has none. */
+export const DEFAULT_PATH = '/bin:/usr/bin:/usr/ucb:/usr/bsd:/usr/local/bin';
+
+/** The subprocess environment as an ordered table (apr_table_t semantics: `add` keeps
+ *  duplicates, `set` replaces). Scripts see it in this order. */
+export type EnvTable = Map<string, string>;
+
+/** http2env: `User-Agent` -> `HTTP_USER_AGENT`; undefined for a name with other characters
+ *  than letters, digits and '-' (not exported, as httpd does). */
+export function http2env(name: string): string | undefined {
+  let out = 'HTTP_';
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90)) out += name[i];
+    else if (c >= 97 && c <= 122) out += String.fromCharCode(c - 32);
+    else if (c === 45) out += '_';
+    else return undefined;
+  }
+  return out;
+}
+
+/** ap_document_root. */
+export function documentRoot(r: Request): string {
+  return coreServer(r.server).documentRoot ?? DEFAULT_DOCROOT;
+}
+
+/** ap_get_server_name_for_url: an IPv6 literal in brackets. */
+function serverNameForUrl(r: Request): string {
+  const n = getServerName(r);
+  return n.includes(':') && !n.startsWith('[') ? `[${n}]` : n;
+}
+
+/** ap_add_common_vars: the request's headers as HTTP_* variables and the server's own
+ *  variables, added over what r.subprocessEnv already holds. */
+export function addCommonVars(r: Request): void {
+  const e = new Map<string, string>();
+  const c = coreDir(r);
+  const passAuth = c.cgiPassAuth === 'on';
+  r.headersIn.forEach((name, value, key) => {
+    if (key === 'content-type') setFirst(e, 'CONTENT_TYPE', value);
+    else if (key === 'content-length') setFirst(e, 'CONTENT_LENGTH', value);
+    else if (key === 'proxy') return; // HTTP_PROXY would be taken for a proxy setting
+    else if (key === 'authorization' || key === 'proxy-authorization') {
+      if (!passAuth) return;
+      const n = http2env(name);
+      if (n !== undefined) setFirst(e, n, value);
+    } else {
+      const n = http2env(name);
+      if (n !== undefined) setFirst(e, n, value);
+      else if (r.wantsLog('core', APLOG_TRACE1)) r.log('core', APLOG_TRACE1, `Not exporting header with invalid name as envvar: ${name}`);
+    }
+  });
+  envToEnv(e, r, 'PATH', DEFAULT_PATH);
+  envToEnv(e, r, 'LD_LIBRARY_PATH', undefined);
+  e.set('SERVER_SIGNATURE', signature(r, ''));
+  e.set('SERVER_SOFTWARE', serverBanner(globals(r.rt.ctx).serverTokens));
+  e.set('SERVER_NAME', escapeHtml(serverNameForUrl(r)));
+  e.set('SERVER_ADDR', r.connection.localIp);
+  e.set('SERVER_PORT', String(getServerPort(r)));
+  const rc = r.connection.remoteHost;
+  if (rc !== undefined && rc !== '') e.set('REMOTE_HOST', rc);
+  e.set('REMOTE_ADDR', r.useragentIp);
+  e.set('DOCUMENT_ROOT', documentRoot(r));
+  e.set('REQUEST_SCHEME', httpScheme(r));
+  e.set('CONTEXT_PREFIX', r.contextPrefix ?? '');
+  e.set('CONTEXT_DOCUMENT_ROOT', r.contextDocumentRoot ?? documentRoot(r));
+  e.set('SERVER_ADMIN', r.server.serverAdmin ?? '[no address given]');
+  e.set('SCRIPT_FILENAME', r.filename);
+  e.set('REMOTE_PORT', String(r.connection.remotePort));
+  if (r.user !== undefined) {
+    e.set('REMOTE_USER', r.user);
+  } else {
+    for (let back = r.prev; back; back = back.prev) {
+      if (back.user !== undefined) { e.set('REDIRECT_REMOTE_USER', back.user); break; }
+    }
+  }
+  if (r.apAuthType !== undefined) e.set('AUTH_TYPE', r.apAuthType);
+  if (r.prev) {
+    const p = r.prev;
+    if (c.qualifyRedirectUrl === 'on') {
+      const path = p.unparsedUri.startsWith('/') ? p.unparsedUri : p.uri;
+      e.set('REDIRECT_URL', `${httpScheme(p)}://${serverNameForUrl(p)}:${getServerPort(p)}${path}`);
+    } else {
+      e.set('REDIRECT_URL', p.uri);
+    }
+    if (p.args !== undefined) e.set('REDIRECT_QUERY_STRING', p.args);
+  }
+  for (const [k, v] of e) r.subprocessEnv.set(k, v);
+}
+
+/** apr_table_addn keeps a repeated name twice and the script's getenv() finds the first:
+ *  the first value wins. */
+function setFirst(e: EnvTable, k: string, v: string): void {
+  if (!e.has(k)) e.set(k, v);
+}
+
+function envToEnv(e: EnvTable, r: Request, name: string, fallback: string | undefined): void {
+  const v = r.subprocessEnv.get(name) ?? process.env[name] ?? fallback;
+  if (v !== undefined) e.set(name, v);
+}
+
+/** ap_escape_uri (ap_os_escape_path with partial): for PATH_TRANSLATED's subrequest. */
+export function escapeUri(s: string): string {
+  let out = '';
+  for (const b of Buffer.from(s, 'latin1')) {
+    const ch = String.fromCharCode(b);
+    if ((b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || "$-_.+!*'(),:;@&=/~".includes(ch)) out += ch;
+    else out += '%' + b.toString(16).padStart(2, '0');
+  }
+  return out;
+}
+
+/** The Request-URI of the request line (original_uri). */
+function originalUri(r: Request): string {
+  const m = /^\S*\s+(\S*)/.exec(r.theRequest);
+  return m ? m[1]! : '';
+}
+
+/** ap_find_path_info: where PATH_INFO starts in the URI (the two may differ in slashes). */
+export function findPathInfo(uri: string, pathInfo: string): number {
+  let lu = uri.length;
+  let lp = pathInfo.length;
+  while (lu-- && lp-- && uri[lu] === pathInfo[lp]) {
+    if (pathInfo[lp] === '/') while (lu && uri[lu - 1] === '/') lu--;
+  }
+  if (lu === -1) lu = 0;
+  while (lu < uri.length && uri[lu] !== '/') lu++;
+  return lu;
+}
+
+/** ap_add_cgi_vars: GATEWAY_INTERFACE, SERVER_PROTOCOL, REQUEST_METHOD, QUERY_STRING,
+ *  REQUEST_URI, SCRIPT_NAME, PATH_INFO and PATH_TRANSLATED (a subrequest maps PATH_INFO). */
+export async function addCgiVars(r: Request): Promise<void> {
+  const e = r.subprocessEnv;
+  e.set('GATEWAY_INTERFACE', 'CGI/1.1');
+  e.set('SERVER_PROTOCOL', r.protocol);
+  e.set('REQUEST_METHOD', r.method);
+  e.set('QUERY_STRING', r.args ?? '');
+  e.set('REQUEST_URI', coreDir(r).cgiVarRequestUri === 'current-uri' ? r.uri : originalUri(r));
+  if (r.protocol === 'INCLUDED') {
+    e.set('SCRIPT_NAME', r.uri);
+    if (r.pathInfo !== '') e.set('PATH_INFO', r.pathInfo);
+  } else if (r.pathInfo === '') {
+    e.set('SCRIPT_NAME', r.uri);
+  } else {
+    e.set('SCRIPT_NAME', r.uri.slice(0, findPathInfo(r.uri, r.pathInfo)));
+    e.set('PATH_INFO', r.pathInfo);
+  }
+  if (r.pathInfo !== '') {
+    const pa = await r.rt.lookupUri(r, escapeUri(r.pathInfo));
+    if (pa.filename !== '') e.set('PATH_TRANSLATED', pa.filename + pa.pathInfo);
+  }
+}
+
+/** ap_create_environment: NAME=value strings for the child; TZ from the server's own
+ *  environment when the table has none; a name's leading digit and every character that is
+ *  not a letter or digit become '_'. */
+export function createEnvironment(t: ReadonlyMap<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  if (!t.has('TZ') && process.env['TZ'] !== undefined) env['TZ'] = process.env['TZ'];
+  for (const [k, v] of t) {
+    let name = k.replace(/[^A-Za-z0-9]/g, '_');
+    if (/^[0-9]/.test(name)) name = '_' + name.slice(1);
+    env[name] = v;
+  }
+  return env;
+}
+
+// ---- the script's response header ------------------------------------------------------------
+
+/** MAX_STRING_LEN: a header line is read into a buffer of this size. */
+export const MAX_STRING_LEN = 8192;
+
+/** One header line of the script, without CR and LF: rv 1 read, 0 the output ended first (or
+ *  the line did not fit), -1 the script timed out; `line` holds what was read either way. */
+export interface ScriptLine { readonly line: string; readonly rv: 1 | 0 | -1 }
+export type ScriptGets = () => Promise<ScriptLine>;
+
+/** The message context of ap_scan_script_header_err: the module the lines are logged as. */
+export interface ScriptHeaderLog {
+  readonly module: string;
+}
+
+/**
+ * ap_scan_script_header_err_core: reads the script's header lines into the response
+ * (Content-Type, Status, Location, Last-Modified, Set-Cookie kept apart, the rest merged into
+ * the error headers). Returns OK, or 304/412 from the request's conditions when the script set
+ * no Status on a GET, or 500 (bad or missing header, logged) / 504 (timed out, logged).
+ * `sbuf` receives the last line read (ScriptLog prints it).
+ */
+export async function scanScriptHeader(r: Request, gets: ScriptGets, lg: ScriptHeaderLog, sbuf: { line: string }): Promise<number> {
+  const mod = lg.module;
+  const base = r.filename.slice(r.filename.lastIndexOf('/') + 1);
+  let cgiStatus = -1;
+  let first = true;
+  const merge: [string, string][] = [];
+  const cookies: string[] = [];
+  r.errHeadersOut.forEach((name, value) => { if (name.toLowerCase() === 'set-cookie') cookies.push(value); });
+  const trace = r.wantsLog(mod, APLOG_TRACE4);
+  for (;;) {
+    const { line: w, rv } = await gets();
+    sbuf.line = w;
+    if (rv === 0) {
+      r.log(mod, APLOG_ERR, `${first ? 'End of script output before headers' : 'Premature end of script headers'}: ${base}`);
+      return 500;
+    }
+    if (rv === -1) {
+      r.log(mod, APLOG_ERR, `Script timed out before returning headers: ${base}`);
+      return 504;
+    }
+    if (w === '') {
+      let cond = OK;
+      if (cgiStatus === -1 && r.method === 'GET') cond = meetsConditions(r);
+      for (const [k, v] of merge) r.errHeadersOut.merge(k, v);
+      if (cookies.length) {
+        r.errHeadersOut.unset('Set-Cookie');
+        for (const v of cookies) r.errHeadersOut.add('Set-Cookie', v);
+      }
+      return cond;
+    }
+    if (trace) {
+      if (first) r.log(mod, APLOG_TRACE4, `Headers from script '${base}':`);
+      r.log(mod, APLOG_TRACE4, `  ${w}`);
+    }
+    const colon = w.indexOf(':');
+    if (colon < 0) {
+      r.log(mod, APLOG_ERR, `malformed header from script '${base}': Bad header: ${w.slice(0, 30)}`);
+      return 500;
+    }
+    const name = w.slice(0, colon);
+    const l = w.slice(colon + 1).replace(/^[ \t\n\v\f\r]+/, '');
+    const key = name.toLowerCase();
+    if (key === 'content-type') {
+      const v = l.replace(/[ \t\n\v\f\r]+$/, '');
+      const semi = v.indexOf(';');
+      r.contentType = semi < 0 ? v.toLowerCase() : v.slice(0, semi).toLowerCase() + v.slice(semi);
+    } else if (key === 'status') {
+      cgiStatus = atoi(l);
+      r.status = cgiStatus;
+      if (!(cgiStatus >= 100 && cgiStatus <= 599)) {
+        r.log(mod, APLOG_ERR, `Invalid status line from script '${base}': ${l.slice(0, 30)}`);
+      } else if (r.wantsLog(mod, APLOG_TRACE1)) {
+        r.log(mod, APLOG_TRACE1, `Status line from script '${base}': ${l.slice(0, 30)}`);
+      }
+      r.statusLine = l;
+    } else if (key === 'location' || key === 'content-length' || key === 'content-range' || key === 'transfer-encoding' || key === 'etag') {
+      r.headersOut.set(name, l);
+    } else if (key === 'last-modified') {
+      const ms = parseHttpDate(l);
+      if (!Number.isNaN(ms) && ms >= 0) {
+        // ap_update_mtime then ap_set_last_modified: never later than the request.
+        updateMtime(r, ms);
+        r.headersOut.set('Last-Modified', toHttpDate(rationalizeMtime(r, r.mtime)));
+      } else {
+        r.log(mod, APLOG_INFO, `AH10247: Ignored invalid header value: Last-Modified: '${l}'`);
+      }
+    } else if (key === 'set-cookie') {
+      cookies.push(l);
+    } else {
+      merge.push([name, l]);
+    }
+    first = false;
+  }
+}
+
+/** C's atoi: leading blanks, a sign, digits; 0 when none. */
+function atoi(s: string): number {
+  const m = /^[ \t\n\v\f\r]*([+-]?\d+)/.exec(s);
+  return m ? parseInt(m[1]!, 10) : 0;
+}

@@ -1,0 +1,105 @@
+// mod_cgi and mod_cgid run for real under bin/plume: the ScriptLog of failed scripts (its
+// length limit and the posted data it keeps), mod_cgid's own log identity, and a script that
+// hangs past CGIScriptTimeout is answered with 504 and then stopped, not left running.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as http from 'node:http';
+import { makeSite, startPlume, waitFor, alive } from './process-lib.js';
+
+function request(port: number, p: string, body?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path: p, method: body === undefined ? 'GET' : 'POST', agent: false }, (res) => {
+      let b = '';
+      res.setEncoding('latin1');
+      res.on('data', (c: string) => { b += c; });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: b }));
+    });
+    req.setTimeout(15000, () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A directory the workers (User nobody when the tests run as root) can write to, as the
+ *  ScriptLog must be: httpd opens it from the serving child too. */
+function scratch(dir: string): string {
+  const d = path.join(dir, 'scratch');
+  fs.mkdirSync(d, { recursive: true });
+  fs.chmodSync(d, 0o777);
+  return d;
+}
+
+function script(dir: string, name: string, text: string): void {
+  fs.mkdirSync(path.join(dir, 'cgi-bin'), { recursive: true, mode: 0o755 });
+  fs.writeFileSync(path.join(dir, 'cgi-bin', name), text, { mode: 0o755 });
+}
+
+test('ScriptLog records failed scripts up to ScriptLogLength, with ScriptLogBuffer bytes of the POST body', async () => {
+  const site = await makeSite('cgi-log');
+  script(site.dir, 'bogus.cgi', '#!/bin/sh\ncat >/dev/null\nprintf "no headers here"\necho "on stderr" >&2\n');
+  script(site.dir, 'ok.cgi', '#!/bin/sh\nprintf "Content-Type: text/plain\\n\\nfine\\n"\n');
+  site.write([
+    'LoadModule alias_module /usr/lib/apache2/modules/mod_alias.so',
+    'LoadModule cgi_module /usr/lib/apache2/modules/mod_cgi.so',
+    `ScriptAlias /cgi-bin/ "${site.dir}/cgi-bin/"`,
+    'ScriptLog scratch/cgi_log', 'ScriptLogLength 600', 'ScriptLogBuffer 10',
+  ]);
+  const log = path.join(scratch(site.dir), 'cgi_log');
+  const srv = await startPlume(site);
+  try {
+    assert.equal((await request(site.port, '/cgi-bin/ok.cgi')).status, 200);
+    assert.equal(fs.existsSync(log), false, 'a script that works is not logged');
+    assert.equal((await request(site.port, '/cgi-bin/bogus.cgi?x=1', 'abcdefghijklmnop')).status, 500);
+    const text = fs.readFileSync(log, 'latin1');
+    assert.match(text, /^%% \[\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}\] POST \/cgi-bin\/bogus\.cgi\?x=1 HTTP\/1\.1\n/);
+    assert.ok(text.includes(`%% 500 ${site.dir}/cgi-bin/bogus.cgi\n%request\n`), text);
+    assert.ok(text.includes('\n\nabcdefghij\n%response\nno headers here\n'), text);
+    // stderr is logged as it comes: an %error entry while the headers are read, or the
+    // %stderr part of the failed script's entry when it comes after the output ended.
+    assert.ok(/%error\non stderr\n|%stderr\non stderr\n/.test(text), text);
+    // Grows until it is over ScriptLogLength, then stays as it is.
+    for (let i = 0; i < 5; i++) await request(site.port, '/cgi-bin/bogus.cgi');
+    const size = fs.statSync(log).size;
+    assert.ok(size > 600);
+    await request(site.port, '/cgi-bin/bogus.cgi');
+    assert.equal(fs.statSync(log).size, size);
+    await waitFor('the error log line', () => fs.readFileSync(site.errorLog, 'utf8').includes('End of script output'), 10000);
+    const errors = fs.readFileSync(site.errorLog, 'utf8');
+    assert.match(errors, /\[cgi:error\] .*End of script output before headers: bogus\.cgi/);
+  } finally {
+    await srv.stop();
+    site.remove();
+  }
+});
+
+test('mod_cgid: its own log identity; a hung script gets 504 and is stopped afterwards', async () => {
+  const site = await makeSite('cgid');
+  const pidFile = path.join(scratch(site.dir), 'hang.pid');
+  script(site.dir, 'hang.cgi', `#!/bin/sh\necho $$ > ${pidFile}\necho "still working" >&2\nexec sleep 60\n`);
+  site.write([
+    'LoadModule alias_module /usr/lib/apache2/modules/mod_alias.so',
+    'LoadModule cgid_module /usr/lib/apache2/modules/mod_cgid.so',
+    `ScriptAlias /cgi-bin/ "${site.dir}/cgi-bin/"`,
+    'ScriptSock logs/cgisock',
+    'CGIDScriptTimeout 1',
+  ]);
+  const srv = await startPlume(site);
+  try {
+    const res = await request(site.port, '/cgi-bin/hang.cgi');
+    assert.equal(res.status, 504);
+    assert.match(res.body, /Gateway Timeout/);
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    await waitFor('the hung script to be stopped', () => !alive(pid), 10000);
+    await waitFor('the error log lines', () => fs.readFileSync(site.errorLog, 'utf8').includes('Script timed out'), 10000);
+    const errors = fs.readFileSync(site.errorLog, 'utf8');
+    assert.match(errors, /\[cgid:error\] .*AH01215: stderr from .*hang\.cgi: still working/);
+    assert.match(errors, /\[cgid:warn\] .*AH01220: Timeout waiting for output from CGI script .*hang\.cgi/);
+    assert.match(errors, /\[cgid:error\] .*Script timed out before returning headers: hang\.cgi/);
+  } finally {
+    await srv.stop();
+    site.remove();
+  }
+});
