@@ -6,15 +6,14 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { Request } from '../../server/request/request.js';
 import { DECLINED, OK, type HookResult } from '../../server/module.js';
 import { coreDir } from '../../server/core/core-module.js';
 import { OPT_EXECCGI } from '../../server/core/config.js';
-import { DEFAULT_LIMIT_REQUEST_BODY } from '../../server/http/http-core.js';
 import { APLOG_ERR, APLOG_WARNING } from '../../server/log/levels.js';
 import { aprCtime } from '../../server/log/time.js';
-import { EOS, FLUSH, dataBucket } from '../../server/filters.js';
+import { EOS, FLUSH, FilterError, dataBucket } from '../../server/filters.js';
 import {
   addCgiVars, addCommonVars, createEnvironment, scanScriptHeader, MAX_STRING_LEN, type ScriptLine,
 } from '../../server/util-script.js';
@@ -292,32 +291,43 @@ export async function cgiHandler(fl: CgiFlavour, r: Request): Promise<HookResult
   const env = createEnvironment(r.subprocessEnv);
   const timeout = scriptTimeout(fl, r);
 
-  // The request body is read before the script's output (cgi_handle_request); the first
-  // ScriptLogBuffer bytes are kept for the ScriptLog.
-  let body: Buffer | null = null;
-  if (r.body !== null && !r.body.done) {
-    try {
-      body = await r.body.read(coreDir(r).limitRequestBody ?? DEFAULT_LIMIT_REQUEST_BODY);
-    } catch (e) {
-      const st = (e as { status?: number }).status ?? 400;
-      r.log(fl.module, APLOG_ERR, 'AH01225: Error reading request entity data');
-      return st;
-    }
-  }
   const { child, out, err } = runChild(fl, r, buildArgv(r), env);
   try {
-    const dbuf = conf.logname !== undefined && body !== null ? body.subarray(0, conf.bufbytes).toString('latin1') : '';
+    // The request body goes to the script before its output is read (cgi_handle_request),
+    // piece by piece as it arrives; the first ScriptLogBuffer bytes are kept for the ScriptLog.
+    let dbuf = '';
+    const keep = conf.logname !== undefined ? conf.bufbytes : 0;
     const stdin = child.stdin!;
-    if (body !== null && body.length > 0) {
-      stdin.write(body, (e) => {
-        if (e) r.log(fl.module, APLOG_ERR, `AH02651: Error writing request body to script ${r.filename}`, r.rt.errno(e));
-      });
+    let broken = false;
+    try {
+      for (let b = await r.read(); b !== null; b = await r.read()) {
+        if (dbuf.length < keep) dbuf += b.subarray(0, keep - dbuf.length).toString('latin1');
+        if (broken) continue; // the script stopped reading: the rest is soaked up
+        const e = await writeAll(stdin, b, timeout);
+        if (e !== undefined) {
+          broken = true;
+          r.log(fl.module, APLOG_ERR, `AH02651: Error writing request body to script ${r.filename}`, e instanceof Error ? r.rt.errno(e) : e);
+        }
+      }
+    } catch (e) {
+      r.log(fl.module, APLOG_ERR, 'AH01225: Error reading request entity data');
+      return e instanceof FilterError ? e.status : 400;
     }
     stdin.end();
     return await handleResponse(fl, r, nph, out, err, timeout, dbuf);
   } finally {
     reap(child);
   }
+}
+
+/** Writes one piece to the script's stdin and waits until the pipe took it; the error when
+ *  the script stopped reading. */
+function writeAll(stdin: Writable, b: Buffer, timeout: number): Promise<{ code: number; text: string } | Error | undefined> {
+  return new Promise((res) => {
+    // A script that does not read for Timeout seconds is given up on, as APR's pipe timeout does.
+    const t = setTimeout(() => res({ code: 70007, text: 'The timeout specified has expired' }), timeout);
+    stdin.write(b, (e) => { clearTimeout(t); res(e ?? undefined); });
+  });
 }
 
 /** Reads stdout for the header scan: a line without CR/LF; 0 at the end of the output (or a
