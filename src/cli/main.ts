@@ -548,7 +548,9 @@ async function serve(first: ConfigContext, opts: ConfigOptions, err: StartupSink
   return new Promise<number>((resolve) => {
     const stop = (sig: string): void => {
       running.ctx.log('mpm_event', 5, `AH00491: caught ${sig}, shutting down`);
-      void running.close().then(() => resolve(0));
+      // The error logs close last: a piped one's program must see its end of input, or it
+      // (and this process, which waits for its children) would run on.
+      void running.close().then(() => { closeErrorLogs(running.ctx); resolve(0); });
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));

@@ -10,7 +10,7 @@ import type { ConfigContext } from './config/context.js';
 import { Runtime } from './runtime.js';
 import { HttpConnection } from './http/connection.js';
 import { ErrorLog } from './log/error-log.js';
-import { openLogTarget, type LogSink } from './log/log-writer.js';
+import { openLogTarget, setLoggerStderr, type LogSink } from './log/log-writer.js';
 import { compileErrorLogFormat } from './log/error-log-format.js';
 import { coreServer } from './core/config.js';
 import { globals, type ListenSpec } from './core/globals.js';
@@ -56,7 +56,11 @@ export function openErrorLogs(ctx: ConfigContext): void {
     }
     return new ErrorLog(sink);
   };
+  // A piped main ErrorLog's program writes its stderr to our stdout; every logger started
+  // after it (virtual hosts' pipes, CustomLog pipes) into the main error log (httpd's order).
+  setLoggerStderr(undefined);
   main.errorLog = fmt(main);
+  setLoggerStderr(main.errorLog.sink);
   main.logLevel ??= DEFAULT_LOG_LEVEL;
   for (const v of ctx.vhosts) {
     v.errorLog = v.errorLogSpec !== undefined || coreServer(v).errorLogFormat !== coreServer(main).errorLogFormat ? fmt(v) : main.errorLog;

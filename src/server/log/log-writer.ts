@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import type { Writable } from 'node:stream';
 import { splitWords } from '../config/lexer.js';
 
 export interface LogSink {
@@ -89,15 +90,46 @@ export class StderrSink extends BatchingSink {
   protected release(): void {}
 }
 
+// ---- where piped loggers' stderr goes -----------------------------------------------------------
+
+/** A child's stderr as spawn() takes it: a descriptor of ours, or a stream over a pipe. */
+type ChildStderr = number | Writable;
+
+/** httpd starts piped loggers with its own stderr, which ap_open_logs has made the main
+ *  server's error log by then; the main error log's own logger (a piped ErrorLog) gets httpd's
+ *  stdout instead (log.c, log_child's dummy_stderr). Node cannot make fd 2 the error log, so
+ *  each logger is given the error log's descriptor directly. */
+let loggerStderr: ChildStderr = 2;
+
+/** The descriptor or stream a program writing into `sink` reads from, if it has one. */
+function stderrOf(sink: LogSink): ChildStderr | undefined {
+  if (sink instanceof FileSink || sink instanceof SharedPipeSink) return sink.descriptor;
+  if (sink instanceof PipeSink) return sink.input;
+  if (sink instanceof StderrSink) return 2;
+  return undefined;
+}
+
+/** ap_open_logs' order: the main error log's logger is started with stdout as its stderr;
+ *  every logger started after it (virtual hosts' error logs, CustomLog pipes) writes its
+ *  stderr into the main error log. Called with undefined before the main error log opens. */
+export function setLoggerStderr(mainErrorLog: LogSink | undefined): void {
+  loggerStderr = mainErrorLog === undefined ? 1 : stderrOf(mainErrorLog) ?? 2;
+}
+
 export class PipeSink extends BatchingSink {
   private child: ChildProcess | null = null;
   private closing = false;
+  private readonly stderr: ChildStderr = loggerStderr;
   constructor(readonly command: string, private readonly viaShell: boolean, buffered = false) {
     super('|' + command, buffered);
     this.start();
   }
+  /** The pipe into the logger program (while it runs). */
+  get input(): Writable | undefined {
+    return this.child?.stdin ?? undefined;
+  }
   private start(): void {
-    const opts = { stdio: ['pipe', 'ignore', 'inherit'] as ('pipe' | 'ignore' | 'inherit')[] };
+    const opts = { stdio: ['pipe', 'ignore', this.stderr] as ('pipe' | 'ignore' | ChildStderr)[] };
     if (this.viaShell) {
       this.child = spawn('/bin/sh', ['-c', this.command], opts);
     } else {
@@ -157,6 +189,7 @@ function writePipe(fd: number, data: string): void {
 export class SharedPipeSink extends BatchingSink {
   private child: ChildProcess | null = null;
   private closing = false;
+  private readonly stderr: ChildStderr = loggerStderr;
   private readonly wfd: number;
   private readonly rfd: number;
   constructor(readonly command: string, private readonly viaShell: boolean, buffered = false) {
@@ -176,7 +209,7 @@ export class SharedPipeSink extends BatchingSink {
   /** The descriptor worker processes inherit and write to. */
   get descriptor(): number { return this.wfd; }
   private start(): void {
-    const opts = { stdio: [this.rfd, 'ignore', 'inherit'] as (number | 'ignore' | 'inherit')[] };
+    const opts = { stdio: [this.rfd, 'ignore', this.stderr] as (number | 'ignore' | ChildStderr)[] };
     if (this.viaShell) {
       this.child = spawn('/bin/sh', ['-c', this.command], opts);
     } else {
