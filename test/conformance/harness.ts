@@ -14,7 +14,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 // ---------------------------------------------------------------------------
@@ -52,6 +52,9 @@ export interface FileObjectSpec {
   dir?: boolean;
   /** Octal permission string, e.g. "0600" (defaults: files 0644, dirs 0755). */
   mode?: string;
+  /** mtime as "SECONDS.NANOSECONDS" since the epoch (default FIXED_MTIME), set to the
+   *  nanosecond with touch(1) (Node's utimes takes a double: not that precise). */
+  mtime?: string;
 }
 
 export interface RequestSpec {
@@ -336,6 +339,7 @@ export function materialise(spec: CaseSpec, ph: Placeholders): Materialised {
   const conf = (spec.preamble === false ? [] : PREAMBLE).concat(spec.conf).map((l) => substitute(l, ph));
   fs.writeFileSync(path.join(root, 'httpd.conf'), conf.join('\n') + '\n');
   const modes = new Map<string, number>();
+  const mtimes = new Map<string, string>();
   for (const [rel, fspec] of Object.entries(spec.files ?? {})) {
     const target = path.join(root, substitute(rel, ph));
     if (!target.startsWith(root + path.sep)) throw new Error(`file path escapes root: ${rel}`);
@@ -351,6 +355,7 @@ export function materialise(spec: CaseSpec, ph: Placeholders): Materialised {
       }
     }
     if (typeof fspec === 'object' && fspec.mode !== undefined) modes.set(path.resolve(target), parseInt(fspec.mode, 8));
+    if (typeof fspec === 'object' && fspec.mtime !== undefined) mtimes.set(path.resolve(target), fspec.mtime);
   }
   const inodes: string[] = [];
   walk(root, (p, st) => {
@@ -361,6 +366,8 @@ export function materialise(spec: CaseSpec, ph: Placeholders): Materialised {
     const mode = modes.get(path.resolve(p)) ?? (st.isDirectory() ? 0o755 : 0o644);
     fs.chmodSync(p, mode);
     fs.utimesSync(p, FIXED_MTIME, FIXED_MTIME);
+    const mtime = mtimes.get(path.resolve(p));
+    if (mtime !== undefined && spawnSync('touch', ['-m', '-d', '@' + mtime, p]).status !== 0) throw new Error(`touch -d @${mtime} ${p} failed`);
     inodes.push(fs.statSync(p, { bigint: true }).ino.toString(16));
   });
   fs.chmodSync(root, 0o755);

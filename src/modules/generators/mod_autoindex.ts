@@ -25,7 +25,7 @@ import { EOS, type Bucket } from '../../server/filters.js';
 import { toHttpDate } from '../../server/log/time.js';
 import { makeEtag, etagBitsFor } from '../../server/http/etag.js';
 import { DIR_MAGIC_TYPE, escapePath } from '../mappers/mod_dir.js';
-import { fsPath } from '../../server/request/stat-cache.js';
+import { fsPath, mtimeMicrosOf } from '../../server/request/stat-cache.js';
 
 // ---- options ------------------------------------------------------------------------------
 export const NO_OPTIONS = 1 << 0;
@@ -1101,7 +1101,7 @@ async function indexDirectory(r: Request, d: AutoindexDir): Promise<number> {
   let opts = d.opts;
   r.contentType = `${d.ctype ?? 'text/html'};charset=${d.charset ?? 'ISO-8859-1'}`;
   if ((opts & TRACK_MODIFIED) && r.finfo) {
-    r.mtime = Math.min(r.finfo.mtimeMs, r.requestTime);
+    r.mtime = Math.min(mtimeMicrosOf(r.finfo, r.filename) / 1000, r.requestTime);
     r.headersOut.set('Last-Modified', toHttpDate(r.mtime));
     const etag = makeEtag(r, r.finfo, etagBitsFor(coreDir(r)));
     if (etag) r.headersOut.set('ETag', etag);

@@ -150,6 +150,9 @@ export function mergeCoreDirConfig(base: Readonly<CoreDirConfig>, add: Readonly<
     etagAdd = add.etagAdd;
     etagRemove = add.etagRemove;
   }
+  // A parent's "None" gives way to anything a child adds ("FileETag None" above,
+  // "FileETag +MTime" below: the child's files get an MTime ETag).
+  if (etagBits !== ETAG_NONE) etagBits &= ~ETAG_NONE;
   let errorDocuments = base.errorDocuments;
   if (add.errorDocuments) {
     const m = new Map(base.errorDocuments ?? []);

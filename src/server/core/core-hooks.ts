@@ -12,6 +12,7 @@ import { toHttpDate } from '../log/time.js';
 import { fileCache } from '../http/file-cache.js';
 import { coreDir, coreServer, ETAG_UNSET, ETAG_BACKWARD } from './config.js';
 import { makeEtag, etagBitsFor } from '../http/etag.js';
+import { mtimeMicrosOf } from '../request/stat-cache.js';
 import { meetsConditions } from '../http/conditional.js';
 import { isKnownMethod, DEFAULT_LIMIT_REQUEST_BODY } from '../http/http-core.js';
 import { discardBody } from '../http/http-in.js';
@@ -116,7 +117,7 @@ function sendFile(r: Request): number | Promise<number> {
     r.log('core', APLOG_ERR, `AH00132: file permissions deny server access: ${r.filename}`, { code: 13, text: 'Permission denied' });
     return 403;
   }
-  r.mtime = Math.min(st.mtimeMs, r.requestTime);
+  r.mtime = Math.min(mtimeMicrosOf(st, r.filename) / 1000, r.requestTime);
   r.headersOut.set('Last-Modified', toHttpDate(r.mtime));
   const etag = makeEtag(r, st, etagBitsFor(c));
   if (etag) r.headersOut.set('ETag', etag);

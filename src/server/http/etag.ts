@@ -11,7 +11,7 @@
 
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
-import { fsPath } from '../request/stat-cache.js';
+import { fsPath, mtimeMicrosOf } from '../request/stat-cache.js';
 import type { BigIntStats, Stats } from 'node:fs';
 import type { Request } from '../request/request.js';
 import { APLOG_ERR } from '../log/levels.js';
@@ -52,9 +52,11 @@ export function requestMicros(r: Request): bigint {
   return r.startMicros > 0 ? BigInt(Math.floor(r.startMicros)) : BigInt(Math.floor(r.requestTime * 1000));
 }
 
-/** apr_finfo_t.mtime: microseconds since the epoch. */
-export function mtimeMicros(finfo: EtagFileInfo): bigint {
+/** apr_finfo_t.mtime: microseconds since the epoch, truncated (of `file` when finfo is a
+ *  plain Stats of it: see mtimeMicrosOf). */
+export function mtimeMicros(finfo: EtagFileInfo, file?: string): bigint {
   if ('mtimeNs' in finfo) return finfo.mtimeNs / 1000n;
+  if (file !== undefined && file !== '') return BigInt(mtimeMicrosOf(finfo, file));
   return BigInt(Math.floor(finfo.mtimeMs * 1000));
 }
 
@@ -86,7 +88,7 @@ export function makeEtag(r: Request, finfo: EtagFileInfo | null, bits: number, o
   if (bits & ETAG_NONE) return '';
   if (bits === ETAG_UNSET) bits = ETAG_BACKWARD;
   if (finfo !== null && !weak && vlv === undefined && !('mtimeNs' in finfo)) return plainFileEtag(r, finfo, bits);
-  const mtime = finfo === null ? 0n : mtimeMicros(finfo);
+  const mtime = finfo === null ? 0n : mtimeMicros(finfo, r.filename);
   if (requestMicros(r) - mtime < 1000000n) weak = true;
   if (finfo === null) return etagWrap(weak, hex64(mtime), vlv);
   let body = '';
@@ -101,7 +103,7 @@ export function makeEtag(r: Request, finfo: EtagFileInfo | null, bits: number, o
 interface EtagMemo { ino: number; size: number; bits: number; body: string }
 const etagMemo = new Map<number, EtagMemo>();
 function plainFileEtag(r: Request, finfo: Stats, bits: number): string {
-  const mtimeUs = Math.floor(finfo.mtimeMs * 1000);
+  const mtimeUs = r.filename !== '' ? mtimeMicrosOf(finfo, r.filename) : Math.floor(finfo.mtimeMs * 1000);
   let m = etagMemo.get(mtimeUs);
   if (m === undefined || m.ino !== finfo.ino || m.size !== finfo.size || m.bits !== bits) {
     const mtime = BigInt(mtimeUs);

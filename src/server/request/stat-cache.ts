@@ -109,3 +109,24 @@ export function statSince(p: string, since: number): fs.Stats | undefined {
 export function fsPath(p: string): string | Buffer {
   return /^[\x00-\x7f]*$/.test(p) ? p : Buffer.from(p, 'latin1');
 }
+
+/** A file's mtime in whole microseconds, truncated as apr_finfo_t's is (httpd's ETag and
+ *  Last-Modified come from it). A plain Stats only carries mtimeMs, a double that can be a
+ *  fraction of a microsecond off — enough to round .355306981 s up to 355307 µs — so the exact
+ *  figure is read once per file state with a bigint stat of `file` and remembered. */
+export function mtimeMicrosOf(st: fs.Stats, file: string): number {
+  const m = exactMtimes.get(file);
+  if (m !== undefined && m.ino === st.ino && m.mtimeMs === st.mtimeMs && m.ctimeMs === st.ctimeMs) return m.us;
+  let us = Math.floor(st.mtimeMs * 1000);
+  try {
+    const b = fs.statSync(fsPath(file), { bigint: true, throwIfNoEntry: false });
+    // The same file as `st` (not replaced in between): its nanoseconds are exact.
+    if (b !== undefined && Number(b.ino) === st.ino && Math.abs(Number(b.mtimeNs / 1000n) - st.mtimeMs * 1000) < 2) us = Number(b.mtimeNs / 1000n);
+  } catch {
+    // unreadable now: keep the estimate
+  }
+  if (exactMtimes.size >= 4096) exactMtimes.clear();
+  exactMtimes.set(file, { ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, us });
+  return us;
+}
+const exactMtimes = new Map<string, { ino: number; mtimeMs: number; ctimeMs: number; us: number }>();
