@@ -150,13 +150,25 @@ const EMPTY = Buffer.alloc(0);
  *  maps them whole; a larger piece costs fewer reads). */
 export const FILE_PIECE = 64 * 1024;
 
-/** Calls `each` with the bytes of a bucket piece by piece (a file in FILE_PIECE reads),
- *  waiting for what `each` returns before the next piece: the reader is never ahead of the
- *  filter. */
-export function bucketPieces(b: Bucket, each: (data: Buffer) => MaybePromise<void>): MaybePromise<void> {
-  if (b.kind !== 'file' || b.cached || b.length <= FILE_PIECE) {
+/** Calls `each` with the bytes of a bucket piece by piece (a file in `pieceSize` reads,
+ *  FILE_PIECE by default), waiting for what `each` returns before the next piece: the reader
+ *  is never ahead of the filter. A data bucket is one piece. */
+export function bucketPieces(b: Bucket, each: (data: Buffer) => MaybePromise<void>, pieceSize = FILE_PIECE): MaybePromise<void> {
+  if (b.kind !== 'file' || b.length <= pieceSize) {
     const v = bucketBytes(b);
     return v instanceof Promise ? v.then(each) : each(v);
+  }
+  const cached = b.cached;
+  if (cached) {
+    const go = (pos: number): MaybePromise<void> => {
+      const end = b.start + b.length;
+      for (; pos < end; pos += pieceSize) {
+        const r = each(cached.subarray(pos, Math.min(end, pos + pieceSize)));
+        if (r instanceof Promise) { const n = pos + pieceSize; return r.then(() => go(n)); }
+      }
+      return undefined;
+    };
+    return go(b.start);
   }
   return (async () => {
     const fh = await fs.promises.open(b.path, 'r');
@@ -164,7 +176,7 @@ export function bucketPieces(b: Bucket, each: (data: Buffer) => MaybePromise<voi
       let pos = b.start;
       const end = b.start + b.length;
       while (pos < end) {
-        const n = Math.min(FILE_PIECE, end - pos);
+        const n = Math.min(pieceSize, end - pos);
         const buf = Buffer.allocUnsafe(n);
         const { bytesRead } = await fh.read(buf, 0, n, pos);
         if (bytesRead === 0) throw new FilterError(500, `short read of ${b.path}`);
