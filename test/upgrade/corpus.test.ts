@@ -106,7 +106,10 @@ test('upgrade corpus', { concurrency: 4 }, async (t) => {
         // Modules plume cannot run yet (the catalogue says so at run time): Apache's answers
         // above are the check until plume has them.
         const unsupported = u.findings.find((f) => f.rule === 'modules.plume-support');
-        const plumeSkip = unsupported ? `plume cannot run it yet: ${unsupported.message.replace(/^.*yet: /, '').replace(/\. .*$/, '')}` : false;
+        let plumeSkip: string | false = unsupported ? `plume cannot run it yet: ${unsupported.message.replace(/^.*yet: /, '').replace(/\. .*$/, '')}` : false;
+        // A module whose npm dependency this checkout has not installed yet (npm install).
+        const missingDep = plumeSkip ? undefined : /needs the '[^']+' package, which is not installed/.exec(syntaxCheck('plume', root).output);
+        if (missingDep) plumeSkip = `plume: ${missingDep[0]}`;
         await st.test('plume -t', { skip: plumeSkip }, () => {
           const r = syntaxCheck('plume', root);
           assert.equal(r.output.split('\n').filter((l) => !/^\[.*\] \[so:notice\]|AH01574/.test(l)).join('\n'), 'Syntax OK');

@@ -126,7 +126,13 @@ function makeProbes(model: Model): Probe[] {
       else if (!server.vhost) fileProbes.push(`${dir}/${PROBE}`);
     }
     const allFiles = [...server.files, ...plainDirs.flatMap((d) => d.nested), ...[...model.htaccess.values()].flatMap((h) => h.nested)];
-    for (const f of allFiles) if (!f.regex) files.add(sampleName(f.arg));
+    /** File names that are exactly a <Files> pattern: a <FilesMatch> matches them or never. */
+    const literal = new Set<string>();
+    for (const f of allFiles) {
+      if (f.regex) continue;
+      files.add(sampleName(f.arg));
+      if (!/[*?[]/.test(f.arg)) literal.add(f.arg);
+    }
     const urls: string[] = [];
     for (const u of dirUrls) {
       urls.push(`${u}/${PROBE}`);
@@ -142,7 +148,11 @@ function makeProbes(model: Model): Probe[] {
     const regexSet = new Set(regexes);
     for (const url of new Set(urls)) {
       out.push({ server, req: { url, exclude: regexSet }, label: `${url} on ${name}` });
-      for (const r of regexes) out.push({ server, req: { url, force: new Set([r]), exclude: regexSet }, forced: r, label: `${url} on ${name} (when ${r.node ? `<${r.node.name} ${r.node.args}>` : r.arg} matches)` });
+      const baseName = url.slice(url.lastIndexOf('/') + 1);
+      for (const r of regexes) {
+        if (r.kind === 'files' && literal.has(baseName) && !r.regex!.test(baseName)) continue; // that file never matches it
+        out.push({ server, req: { url, force: new Set([r]), exclude: regexSet }, forced: r, label: `${url} on ${name} (when ${r.node ? `<${r.node.name} ${r.node.args}>` : r.arg} matches)` });
+      }
     }
     for (const f of fileProbes) out.push({ server, req: { url: '', file: f, exclude: regexSet }, label: `${f} on ${name}` });
   }
@@ -203,8 +213,19 @@ function account(s: State22): string {
 
 // ---- the rule ---------------------------------------------------------------------------------
 
+/** A <Files> section whose 2.2 decision depends on the directory: its own block for requests
+ *  no listed directory applies to, and a copy of the section nested in each listed directory
+ *  (2.4 merges <Files> nested in a <Directory> after the top-level ones, the deepest last). */
+interface PerDir {
+  kind: 'perdir';
+  state: State22;
+  lines: string[];
+  copies: Map<AccessSection, { state: State22; lines: string[] }>;
+}
+
 type Final =
   | { kind: 'block'; state: State22; lines: string[] }
+  | PerDir
   | { kind: 'merge'; op: 'and' | 'or'; user: State22; lines: string[] }
   | { kind: 'kept' }
   | { kind: 'opaque' };
@@ -221,8 +242,12 @@ function replay24(chain: readonly AccessSection[], finals: ReadonlyMap<AccessSec
     if (!f) continue;
     if (f.kind === 'kept' || f.kind === 'opaque') return 'unverifiable';
     last = sec;
-    if (f.kind === 'block') {
-      const st = f.state;
+    if (f.kind === 'block' || f.kind === 'perdir') {
+      let st = f.state;
+      if (f.kind === 'perdir') {
+        // The copy nested in the last directory of the walk that has one, else the section's own.
+        for (const d of chain) { const c = f.copies.get(d); if (c) st = c.state; }
+      }
       used.push(st);
       cur = (m) => decisionFormula(st, m);
     } else {
@@ -303,6 +328,8 @@ function accessRule(u: Upgrade): void {
   };
   /** Every probe's view of a section that has the last word (for the AuthMerging form). */
   const lastWord = new Map<AccessSection, Want[]>();
+  /** The walks in which a section has the last word (for the nested <Files> form). */
+  const lastWordChains = new Map<AccessSection, { chain: AccessSection[]; idx: number; want: Want }[]>();
   const authNeeds = new Map<AccessSection, Map<string, Want>>();
   // Requests that surely come decide first; those that exist only if a regex section matches
   // decide for the sections no other request reaches.
@@ -331,6 +358,9 @@ function accessRule(u: Upgrade): void {
       const final = c.states[c.states.length - 1] ?? INITIAL_22;
       const w = { lines: renderState(final, step(sec)), state: final, label: c.probe.label, before: last > 0 ? c.states[last - 1]! : INITIAL_22 };
       addTo(desired, sec, w);
+      const lc = lastWordChains.get(sec) ?? [];
+      lc.push({ chain: c.chain, idx: last, want: w });
+      lastWordChains.set(sec, lc);
       const l = lastWord.get(sec) ?? [];
       l.push(w);
       lastWord.set(sec, l);
@@ -362,6 +392,55 @@ function accessRule(u: Upgrade): void {
   const inheritsHostRules = (s: AccessSection): boolean =>
     (lastWord.get(s) ?? []).some((v) => methodClasses(v.state).some((m) => hostFormula(v.before.host, m === '*' ? '*OTHER*' : m).t !== 'true'));
 
+  /** The nested form for a <Files>/<FilesMatch> section whose 2.2 decision depends on the
+   *  directory (its host rules merged with the authentication of a <Directory>, WordPress
+   *  style): the decision for each directory that changes it is written in a copy of the
+   *  section nested in that directory. Undefined where that cannot reproduce 2.2 (the walks
+   *  disagree within one directory, another <Files> section decides after this one...). */
+  const perDirForm = (s: AccessSection): { final: PerDir } | { why: string } => {
+    if (s.kind !== 'files' || !s.node) return { why: 'not a <Files> section' };
+    const views = lastWordChains.get(s) ?? [];
+    if (views.length === 0) return { why: 'no request reaches it' };
+    const isKey = (x: AccessSection): boolean => (x.kind === 'directory' || x.kind === 'htaccess') && x.node !== s.node
+      && (infos.get(x)!.changes || infos.get(x)!.authType.length > 0);
+    interface Group { key: AccessSection | undefined; lines: string; want: Want; chains: AccessSection[][] }
+    const groups = new Map<AccessSection | undefined, Group>();
+    for (const v of views) {
+      let key: AccessSection | undefined;
+      for (let i = 0; i < v.idx; i++) if (isKey(v.chain[i]!)) key = v.chain[i]!;
+      // Another <Files> section deciding after this one in 2.2 would be overridden by a copy.
+      if (v.chain.slice(v.idx + 1).some((x) => x.kind === 'files' && (infos.get(x)!.changes || infos.get(x)!.modern))) return { why: 'another <Files> section decides after it' };
+      if (key && s.owner && v.chain.indexOf(key) < v.chain.indexOf(s.owner)) return { why: `the directory deciding (${where(key)}) comes before the one holding it` };
+      if (key && key.kind === 'directory' && !key.node) return { why: 'no section to nest in' };
+      const k = norm(v.want.lines);
+      const g = groups.get(key);
+      if (g && g.lines !== k) return { why: `within ${key ? where(key) : 'the same directories'} it decides "${g.lines.replace(/\n/g, '; ')}" for some requests and "${k.replace(/\n/g, '; ')}" for others` };
+      if (g) g.chains.push(v.chain); else groups.set(key, { key, lines: k, want: v.want, chains: [v.chain] });
+    }
+    const rank = (x: AccessSection): number => (x.kind === 'directory' && x.regex ? 1e6 : 0)
+      + (x.kind === 'htaccess' ? (x.arg === '/' ? 1 : x.arg.split('/').length) * 10 + 5 : x.depth * 10);
+    const keyed = [...groups.values()].filter((g) => g.key).sort((a, b) => rank(a.key!) - rank(b.key!) || a.key!.order - b.key!.order);
+    const base = groups.get(undefined) ?? keyed[0]!;
+    const copies = new Map<AccessSection, { state: State22; lines: string[] }>();
+    for (const g of keyed) {
+      if (g === base) continue;
+      // What applies without a copy here: the nearest copy on the way, else the section's own.
+      const inherited = g.chains.map((ch) => {
+        let got = base.lines;
+        for (const x of ch) { const c = copies.get(x); if (c) got = norm(c.lines); }
+        return got;
+      });
+      if (inherited.every((x) => x === g.lines)) continue;
+      copies.set(g.key!, { state: g.want.state, lines: g.want.lines });
+    }
+    // The base group's walks must not pass a directory that got a copy.
+    if (base.key === undefined || keyed.includes(base)) {
+      for (const ch of base.chains) if (ch.some((x) => copies.has(x))) return { why: 'a directory with its own decision lies above the one deciding by default' };
+    }
+    if (copies.size === 0) return { why: 'no directory changes its decision' };
+    return { final: { kind: 'perdir', state: base.want.state, lines: base.want.lines, copies } };
+  };
+
   // Decide each section's 2.4 form.
   const finals = new Map<AccessSection, Final>();
   const decide = (): void => {
@@ -376,9 +455,15 @@ function accessRule(u: Upgrade): void {
         if (mf) { finals.set(s, mf); continue; }
       }
       const d = desired.get(s);
+      let nested = '';
+      if (d && d.size > 1 && s.kind === 'files') {
+        const pd = perDirForm(s);
+        if ('final' in pd) { finals.set(s, pd.final); continue; }
+        nested = `; no copy of it nested in the directories gives those decisions either (${pd.why})`;
+      }
       if (d && d.size > 1) {
         const list = [...d.values()];
-        kept.set(s, `its 2.2 decision depends on which other sections apply: ${list.slice(0, 2).map((x) => `for ${x.label} it is "${norm(x.lines).replace(/\n/g, '; ')}"`).join(', but ')}`);
+        kept.set(s, `its 2.2 decision depends on which other sections apply: ${list.slice(0, 2).map((x) => `for ${x.label} it is "${norm(x.lines).replace(/\n/g, '; ')}"`).join(', but ')}${nested}`);
         finals.set(s, { kind: 'kept' });
         continue;
       }
@@ -485,6 +570,28 @@ function accessRule(u: Upgrade): void {
           `Order/Allow/Deny/Satisfy kept (mod_access_compat stays loaded): ${kept.get(s)}.`, inf.compat.map((i) => textOf(i.node)).join('\n'),
           'Decide how these requests should be authorized in 2.4 and write the Require lines by hand.');
       }
+      continue;
+    }
+    if (f?.kind === 'perdir') {
+      const accessItems = [...inf.compat, ...inf.requires];
+      const before = blockBefore(s, accessItems);
+      placeBlock(u, s, inf, f.lines);
+      const opener = `<${s.node!.name} ${s.node!.args}>`;
+      const written: string[] = [];
+      for (const [k, c] of f.copies) {
+        const st = step(k);
+        const block = [opener, ...c.lines.map((l) => st + l), `</${s.node!.name}>`];
+        u.append(k.doc, k.node, block, 'access.require', `the decision for ${opener} in this directory`);
+        written.push(`in ${where(k)}:\n${block.join('\n')}`);
+        if (k.kind === 'htaccess') htaccessNeedsAuthConfig.add(k);
+      }
+      u.report('access.require', { doc: accessItems[0]!.doc, line: Math.min(...accessItems.map((i) => i.node.line)) }, 'change',
+        `2.2 merged this section's host rules with the authentication of the directory a request is in, so its decision depends on the directory: `
+        + `${[...f.copies.keys()].map(where).join(', ')} ${f.copies.size === 1 ? 'changes' : 'change'} it. 2.4 lets a section's Require lines replace the inherited ones, `
+        + `so the section keeps the decision for requests elsewhere (${account(f.state)}) and a copy of it nested in each of those directories `
+        + `(2.4 merges <Files> nested in a <Directory> after the top-level ones) says what 2.2 decided there.`,
+        before, [f.lines.join('\n'), ...written].join('\n'));
+      if (s.kind === 'htaccess' || s.owner?.kind === 'htaccess') htaccessNeedsAuthConfig.add(s.owner ?? s);
       continue;
     }
     if (f?.kind !== 'block' && f?.kind !== 'merge') continue;

@@ -1,0 +1,1 @@
+<p>backup.sql</p>

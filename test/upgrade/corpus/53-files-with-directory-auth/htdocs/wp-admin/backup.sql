@@ -1,0 +1,1 @@
+<p>admin backup.sql</p>

@@ -1,0 +1,1 @@
+<p>admin wp-login.php</p>

@@ -1,0 +1,1 @@
+<p>admin xmlrpc.php</p>

@@ -1,0 +1,1 @@
+<p>wp-login.php</p>

@@ -1,0 +1,1 @@
+<p>xmlrpc.php</p>
