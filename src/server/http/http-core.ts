@@ -24,7 +24,12 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set([
 
 /** Whether a method is not M_INVALID. */
 export function isKnownMethod(rt: Runtime, method: string): boolean {
-  return KNOWN_METHODS.has(method) || globals(rt.ctx).registeredMethods.has(method);
+  return methodKnownIn(rt.ctx, method);
+}
+
+/** The same, while the configuration is read. */
+export function methodKnownIn(ctx: Runtime['ctx'], method: string): boolean {
+  return KNOWN_METHODS.has(method) || globals(ctx).registeredMethods.has(method);
 }
 
 type Cmd = CmdParms<undefined, undefined>;
