@@ -57,9 +57,11 @@ export class Runtime {
     return lifecycle.subRequestLookupFile(this, r, filename);
   }
 
-  /** Ends the request with an error status (ap_die): ErrorDocument or the canned page. */
-  die(r: Request, status: number): MaybePromise<void> {
-    return lifecycle.die(this, r, status);
+  /** Ends the request with an error status (ap_die): ErrorDocument or the canned page.
+   *  `recursiveError`: the status already being answered when this one arose (ap_die_r's),
+   *  which the page then mentions; 200 (the default) for none. */
+  die(r: Request, status: number, recursiveError = 200): MaybePromise<void> {
+    return lifecycle.die(this, r, status, recursiveError);
   }
 
   /** Serves another URI in place of r (ap_internal_redirect). */

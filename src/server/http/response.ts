@@ -12,7 +12,7 @@ import { globals } from '../core/globals.js';
 import { serverBanner } from '../version.js';
 import { getServerName, getServerPort } from '../core/server-name.js';
 import { httpDate } from '../log/time.js';
-import { APLOG_TRACE6, levelFor } from '../log/levels.js';
+import { APLOG_TRACE6, APLOG_ERR, levelFor } from '../log/levels.js';
 import { STATUS_LINES, cannedError, DOCTYPE, statusLine } from './status.js';
 import { strip304Headers, stripHeaderOnlyResponse } from './conditional.js';
 import { byterangeFilter, needsByterange } from './byterange.js';
@@ -44,31 +44,129 @@ export function signature(r: Request, prefix: string): string {
 
 // ---- the protocol end of the chain ------------------------------------------------------
 
-interface HeaderState { sent: boolean }
+interface HeaderState { sent: boolean; aborted: boolean }
 
 /** CONTENT_LENGTH + HTTP_HEADER: computes the length when the whole body is in the first
  *  brigade, otherwise uses chunked encoding (HTTP/1.1) or closes the connection. */
 const httpHeaderFilter: FilterSpec<HeaderState> = {
   name: 'HTTP_HEADER',
   type: FTYPE_PROTOCOL + 5,
-  init: () => ({ sent: false }),
+  init: () => ({ sent: false, aborted: false }),
   filter(f, bb) {
     const r = f.r;
     if (!f.state.sent) {
       f.state.sent = true;
       const complete = bb.length > 0 && bb[bb.length - 1]!.kind === 'eos';
-      if (complete && r.status !== 304 && r.status !== 204 && !(r.status >= 400 && isLengthUnknown(r))) {
+      if (complete && r.status !== 304 && r.status !== 204 && !(r.status >= 400 && isLengthUnknown(r)) && !(r.notes.size > 0 && r.notes.has(NO_CONTENT_LENGTH))) {
         // ap_content_length_filter: the whole body is here, so its length is the
         // Content-Length, except a HEAD that sent no body keeps the one set before.
         let len = 0;
         for (const b of bb) if (b.kind === 'data') len += b.data.length; else if (b.kind === 'file') len += b.length;
         if (!(r.headerOnly && len === 0 && r.headersOut.has('Content-Length'))) r.headersOut.set('Content-Length', String(len));
       }
+      if (!r.assbackwards && !headersValid(r)) return badHeaders(f.r, f.state, bb);
       writeHead(r);
+    } else if (f.state.aborted) {
+      // A bad header ended this response; nothing more of it goes out.
+      return undefined;
     }
     return f.pass(bb);
   },
 };
+
+// ---- check_headers (http_filters.c) ------------------------------------------------------
+
+/** A header name is a token (HttpProtocolOptions Unsafe: any visible character). */
+const TOKEN_RE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const VCHAR_RE = /^[\x21-\x7e\x80-\xff]+$/;
+/** Field content: visible characters, obs-text, space and tab (CRLF + space/tab is folding). */
+const BAD_VALUE_RE = /[^\t\x20-\x7e\x80-\xff]/;
+/** Names already found valid (the same few are checked on every response). */
+const goodNames = new Set<string>();
+
+/** check_headers: every name and value in headers_out and err_headers_out, in that order; a
+ *  folded value (CRLF + space or tab) is unfolded to one space, anything else that is not
+ *  field content fails the response (AH02428, AH02429, AH02430). */
+function headersValid(r: Request): boolean {
+  const strict = coreServer(r.server).strictProtocol !== false;
+  return tableValid(r, r.headersOut, strict) && tableValid(r, r.errHeadersOut, strict);
+}
+
+function tableValid(r: Request, t: HeaderTable, strict: boolean): boolean {
+  let ok = true;
+  const refold: [string, string, string][] = [];
+  t.forEach((name, value) => {
+    if (!ok) return;
+    if (!goodNames.has(name)) {
+      if (name === '') {
+        r.log('http', APLOG_ERR, 'AH02428: Empty response header name, aborting request');
+        ok = false;
+        return;
+      }
+      if (!(strict ? TOKEN_RE : VCHAR_RE).test(name)) {
+        r.log('http', APLOG_ERR, `AH02429: Response header name '${name}' contains invalid characters, aborting request`);
+        ok = false;
+        return;
+      }
+      if (strict && goodNames.size < 1024) goodNames.add(name);
+    }
+    if (!BAD_VALUE_RE.test(value)) return;
+    let out = '';
+    let pos = 0;
+    for (let i = 0; i < value.length; i++) {
+      const c = value.charCodeAt(i);
+      if (c === 0x09 || (c >= 0x20 && c !== 0x7f)) continue;
+      if (c === 0x0d && value.charCodeAt(i + 1) === 0x0a && (value[i + 2] === ' ' || value[i + 2] === '\t')) {
+        out += value.slice(pos, i) + ' ';
+        i += 3;
+        while (value[i] === ' ' || value[i] === '\t') i++;
+        pos = i;
+        i--;
+        continue;
+      }
+      r.log('http', APLOG_ERR, `AH02430: Response header '${name}' value of '${value.slice(pos)}' contains invalid characters, aborting request`);
+      ok = false;
+      return;
+    }
+    refold.push([name, value, out + value.slice(pos)]);
+  });
+  if (ok) for (const [name, from, to] of refold) t.mapValues(name, (v) => (v === from ? to : v));
+  return ok;
+}
+
+/** A header failed check_headers: the response is dropped. The first time the request dies
+ *  with 500 (its error page goes through the filters afresh); if that page fails too (the
+ *  same bad header set "always"), a bare 500 with no body ends the connection. */
+function badHeaders(r: Request, state: HeaderState, bb: Brigade): MaybePromise<void> {
+  state.aborted = true;
+  // httpd's content-length filter, above the header filter, counted the dropped body in
+  // bytes_sent (%b) and, having seen data, computes no Content-Length for the error page.
+  for (const b of bb) if (b.kind === 'data') r.bytesSent += b.data.length; else if (b.kind === 'file') r.bytesSent += b.length;
+  r.notes.set(NO_CONTENT_LENGTH, '1');
+  r.headersOut.clear();
+  r.errHeadersOut.clear();
+  r.contentType = undefined;
+  r.contentEncoding = undefined;
+  r.contentLanguages = [];
+  r.clength = 0;
+  if (!r.notes.has(CHECK_HEADERS_RECURSION)) {
+    r.notes.set(CHECK_HEADERS_RECURSION, 'true');
+    return r.rt.die(r, 500, r.status);
+  }
+  r.status = 500;
+  r.statusLine = undefined;
+  r.connection.keepAlive = false;
+  r.headersSent = true;
+  state.sent = true;
+  const c = r.connection;
+  const head = 'HTTP/1.1 ' + statusLine(500) + '\r\nDate: ' + httpDate() + '\r\nServer: ' + serverBanner(globals(r.rt.ctx).serverTokens) + '\r\nContent-Length: 0\r\n\r\n';
+  c.bytesOut += head.length;
+  c.wire.write(head, 'latin1');
+  r.eosSent = true;
+  return undefined;
+}
+const CHECK_HEADERS_RECURSION = 'check_headers_recursion';
+const NO_CONTENT_LENGTH = 'plume-no-content-length';
 
 function chunked(r: Request): boolean {
   return (r as Request & { chunked?: boolean }).chunked === true;
