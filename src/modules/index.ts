@@ -42,6 +42,7 @@ import filter from './filters/mod_filter.js';
 import deflate from './filters/mod_deflate.js';
 import substitute from './filters/mod_substitute.js';
 import bucketeer from './debugging/mod_bucketeer.js';
+import expires from './metadata/mod_expires.js';
 import caseFilter from './examples/mod_case_filter.js';
 import caseFilterIn from './examples/mod_case_filter_in.js';
 
@@ -51,7 +52,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(reqtimeout), h(filter), h(deflate), h(substitute), h(bucketeer), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(env), h(setenvif), h(headers),
+  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(reqtimeout), h(filter), h(deflate), h(substitute), h(bucketeer), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(env), h(setenvif), h(expires), h(headers),
   h(caseFilter), h(caseFilterIn),
 ];
 

@@ -733,9 +733,17 @@ function safeRealpath(p: string): string {
 const NO_PORT_HEADERS = new Set(['content-length', 'content-range', 'etag', 'last-modified', 'date', 'age', 'keep-alive']);
 
 function normResponse(raw: RawResponse, ctx: NormContext): RecordedResponse {
+  const dateHeader = raw.headers.find(([k]) => k.toLowerCase() === 'date')?.[1];
   let headers: [string, string][] = raw.headers.map(([k, v]) => {
     const lk = k.toLowerCase();
     if (lk === 'date') return [k, '<date>'];
+    // An Expires from the time of the request (mod_expires "access" codes): stated relative
+    // to the response's Date; an absolute one in the past or far from now is kept as it is.
+    if (lk === 'expires' && dateHeader !== undefined) {
+      const d = Date.parse(dateHeader);
+      const e = Date.parse(v);
+      if (!Number.isNaN(d) && !Number.isNaN(e) && e >= d && e - d < 400 * 86400 * 1000) return [k, `<date>+${Math.round((e - d) / 1000)}s`];
+    }
     if (lk === 'server') return [k, '<server>'];
     // Apache builds Allow from a hash table, so its order varies between runs: sort it.
     if (lk === 'allow') return [k, v.split(',').map((m) => m.trim()).filter((m) => m !== '').sort().join(',')];
