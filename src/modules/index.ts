@@ -22,6 +22,7 @@ import env from './metadata/mod_env.js';
 import setenvif from './metadata/mod_setenvif.js';
 import headers from './metadata/mod_headers.js';
 import alias from './mappers/mod_alias.js';
+import rewrite from './mappers/mod_rewrite/index.js';
 import actions from './mappers/mod_actions.js';
 import unixd from './arch/unix/mod_unixd.js';
 import logConfig from './loggers/mod_log_config.js';
@@ -52,7 +53,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(reqtimeout), h(filter), h(deflate), h(substitute), h(bucketeer), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(env), h(setenvif), h(expires), h(headers),
+  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(reqtimeout), h(filter), h(deflate), h(substitute), h(bucketeer), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
   h(caseFilter), h(caseFilterIn),
 ];
 

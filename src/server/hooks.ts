@@ -4,7 +4,7 @@
 
 import {
   DECLINED, OK, HOOK_MIDDLE,
-  type AnyModuleHandle, type MaybePromise, type RequestHook, type RequestHookName, type VoidRequestHook,
+  type AnyModuleHandle, type HookEntry, type MaybePromise, type RequestHook, type RequestHookName, type VoidRequestHook,
 } from './module.js';
 import type { Request } from './request/request.js';
 
@@ -36,12 +36,14 @@ export function buildHookLists(modules: readonly AnyModuleHandle[]): HookLists {
     const entries: Entry[] = [];
     let seq = 0;
     for (const m of modules) {
-      const reg = m.decl.hooks?.[h];
-      if (!reg) continue;
-      const e = typeof reg === 'function'
-        ? { fn: reg as (r: Request) => MaybePromise<number | void>, order: HOOK_MIDDLE, pred: [], succ: [] }
-        : { fn: reg.fn as (r: Request) => MaybePromise<number | void>, order: reg.order ?? HOOK_MIDDLE, pred: reg.predecessors ?? [], succ: reg.successors ?? [] };
-      entries.push({ ...e, source: m.decl.source, seq: seq++ });
+      const regs = m.decl.hooks?.[h];
+      if (!regs) continue;
+      for (const reg of (Array.isArray(regs) ? regs : [regs]) as readonly HookEntry<typeof h>[]) {
+        const e = typeof reg === 'function'
+          ? { fn: reg as (r: Request) => MaybePromise<number | void>, order: HOOK_MIDDLE, pred: [], succ: [] }
+          : { fn: reg.fn as (r: Request) => MaybePromise<number | void>, order: reg.order ?? HOOK_MIDDLE, pred: reg.predecessors ?? [], succ: reg.successors ?? [] };
+        entries.push({ ...e, source: m.decl.source, seq: seq++ });
+      }
     }
     lists[h] = entries.length ? topoSort(entries).map((e) => e.fn) : null;
   }

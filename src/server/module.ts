@@ -114,8 +114,12 @@ export interface RequestHooks {
 }
 export type RequestHookName = keyof RequestHooks;
 
+export type HookEntry<K extends RequestHookName> =
+  RequestHooks[K] | { fn: RequestHooks[K]; order?: number; predecessors?: readonly string[]; successors?: readonly string[] };
+
+/** A module's hooks; a list where it registers one hook twice (mod_rewrite's two fixups). */
 export type HookRegistration = {
-  [K in RequestHookName]?: RequestHooks[K] | { fn: RequestHooks[K]; order?: number; predecessors?: readonly string[]; successors?: readonly string[] };
+  [K in RequestHookName]?: HookEntry<K> | readonly HookEntry<K>[];
 };
 
 /** Configuration-time hooks (pre_config, post_config, child_init...). */

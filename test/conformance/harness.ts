@@ -716,6 +716,8 @@ function normText(s: string, ctx: NormContext, clientPorts: boolean): string {
   // /tmp may be reached through a symlink (realpath) — normalise that too.
   const real = safeRealpath(ctx.root);
   if (real !== ctx.root) out = out.split(real).join('@ROOT@');
+  // mod_rewrite's trace shows the root without its leading slash (RewriteBase substitution).
+  if (ctx.root.startsWith('/')) out = out.split(' ' + ctx.root.slice(1)).join(' @ROOT-NOSLASH@');
   out = replaceNumber(out, ctx.port, '@PORT@');
   out = replaceNumber(out, ctx.port2, '@PORT2@');
   if (clientPorts) for (const cp of ctx.clientPorts) out = replaceNumber(out, cp, '@CLIENTPORT@');
@@ -807,6 +809,8 @@ export function normErrorLine(line: string, ctx: NormContext): string {
   let out = line.replace(/^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \d{4}\]/, '[<time>]');
   out = out.replace(/\[pid \d+(?::tid \d+)?\]/g, '[pid]');
   out = out.replace(/\[(client|remote) ([0-9a-fA-F.:]+?):\d+\]/g, '[$1 $2]');
+  // mod_rewrite's trace lines name the server_rec and request_rec by address.
+  out = out.replace(/\/sid#[0-9a-f]+\]\[rid#[0-9a-f]+\//g, '/sid#<ptr>][rid#<ptr>/');
   return normText(out, ctx, true);
 }
 

@@ -200,6 +200,13 @@ export function processRequest(rt: Runtime, r: Request): MaybePromise<void> {
 export function die(rt: Runtime, r: Request, type: number, recursiveError = 200): MaybePromise<void> {
   // The common case: the handler sent everything.
   if ((type === DONE || type === OK) && r.eosSent) return;
+  // A handler that served the request by an internal redirect (mod_rewrite's per-directory
+  // result): the last request of the chain answered (ap_finalize_request_protocol).
+  if ((type === DONE || type === OK) && r.next !== null) {
+    let last = r.next;
+    while (last.next !== null) last = last.next;
+    if (last.eosSent) return;
+  }
   return dieSlow(rt, r, type, recursiveError);
 }
 
@@ -308,6 +315,12 @@ async function internalRedirectTo(rt: Runtime, r: Request, uri: string): Promise
   }
   n.errHeadersOut = r.errHeadersOut;
   n.noLocalCopy = r.noLocalCopy;
+  // A module (mod_rewrite) can ask for the Vary header to follow the redirect.
+  if (r.notes.has('redirect-keeps-vary')) {
+    n.notes.set('redirect-keeps-vary', '');
+    const vary = r.headersOut.get('Vary');
+    if (vary !== undefined) n.headersOut.set('Vary', vary);
+  }
   // (REDIRECT_URL and REDIRECT_QUERY_STRING are CGI variables, made when a script runs.)
   for (const [k, v] of r.subprocessEnv) n.subprocessEnv.set('REDIRECT_' + k, v);
   n.subprocessEnv.set('REDIRECT_STATUS', String(r.status));

@@ -171,8 +171,9 @@ export function makeRequest(c: Configured, s: RequestSetup = {}): TestRequest {
 
 /** A module's hook function. */
 export function hook(m: { decl: { hooks?: HookRegistration } }, name: RequestHookName): (r: Request) => unknown {
-  const reg = m.decl.hooks?.[name];
-  if (reg === undefined) throw new Error(`no ${name} hook`);
+  const regs = m.decl.hooks?.[name];
+  if (regs === undefined) throw new Error(`no ${name} hook`);
+  const reg = Array.isArray(regs) ? regs[0] : regs;
   return (typeof reg === 'function' ? reg : reg.fn) as (r: Request) => unknown;
 }
 
