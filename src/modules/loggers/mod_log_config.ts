@@ -16,6 +16,7 @@ import {
 } from '../../server/module.js';
 import { GLOBAL_ONLY, type CmdParms } from '../../server/config/cmd.js';
 import type { ConfigContext } from '../../server/config/context.js';
+import { EXPR_FLAG_DONT_VARY, evalBool, isFailure, parseExprCmd, type BoolExpr, type ExprFailure } from '../../expr/index.js';
 import type { Request } from '../../server/request/request.js';
 import type { HeaderTable } from '../../server/request/headers.js';
 import type { ServerRec } from '../../server/server-rec.js';
@@ -473,21 +474,8 @@ function defaultCompiled(): LogFormat {
 
 // ---- expr= conditions ---------------------------------------------------------------------------
 
-/** A compiled CustomLog expr= condition: true to log, false not to, or an evaluation error. */
-export type LogCondition = (r: Request) => boolean | { readonly error: string };
-/** Parses an ap_expr expression for CustomLog expr=: the condition or the parser's error text. */
-export type LogExprParser = (expr: string, cmd: CmdParms<unknown, unknown>) => LogCondition | { readonly error: string };
-
-let exprParser: LogExprParser | undefined;
-
-/** Installs the expression engine used by CustomLog/GlobalLog "expr=" clauses. */
-export function setLogExprParser(parser: LogExprParser | undefined): void {
-  exprParser = parser;
-}
-
-/** What a CustomLog expr= clause answers while no expression engine is installed. */
-export const NO_EXPR_ENGINE = 'expr= conditions are not supported: no expression parser is available';
-
+/** CustomLog expr=: an ap_expr condition (parsed with EXPR_FLAG_DONT_VARY: a log line's
+ *  condition adds nothing to Vary). */
 // ---- configuration ------------------------------------------------------------------------------
 
 /** One CustomLog/TransferLog/GlobalLog line (httpd's config_log_state). The format and sink
@@ -500,7 +488,7 @@ export interface LogTarget {
   format: LogFormat | undefined;
   /** env=VAR or env=!VAR, as written after "env=". */
   readonly conditionVar: string | undefined;
-  readonly conditionExpr: LogCondition | undefined;
+  readonly conditionExpr: BoolExpr | undefined;
   /** GlobalLog: vhosts log here even when they have their own logs. */
   readonly inherit: boolean;
   readonly file: string;
@@ -570,7 +558,7 @@ function setLogFormat(cmd: Cmd, fmt: string, name: string | undefined): string |
 
 function addCustomLog(cmd: Cmd, fn: string, fmt: string | undefined, envclause: string | undefined, inherit = false): string | undefined {
   let conditionVar: string | undefined;
-  let conditionExpr: LogCondition | undefined;
+  let conditionExpr: BoolExpr | undefined;
   if (envclause !== undefined) {
     const lower = envclause.toLowerCase();
     if (lower.startsWith('env=')) {
@@ -580,10 +568,9 @@ function addCustomLog(cmd: Cmd, fn: string, fmt: string | undefined, envclause: 
     } else if (lower.startsWith('expr=')) {
       const src = envclause.slice(5);
       if (src === '') return 'missing condition';
-      if (!exprParser) return NO_EXPR_ENGINE;
-      const c = exprParser(src, cmd as CmdParms<unknown, unknown>);
-      if (typeof c !== 'function') return c.error;
-      conditionExpr = c;
+      const c = parseExprCmd(cmd, src, EXPR_FLAG_DONT_VARY, 'log_config');
+      if (!c.ok) return c.error;
+      conditionExpr = c.expr;
     } else {
       return 'error in condition clause';
     }
@@ -801,14 +788,22 @@ function logTo(r: Request, cls: LogTarget, def: LogFormat): void {
       return;
     }
   } else if (cls.conditionExpr) {
-    const res = cls.conditionExpr(r);
-    if (typeof res !== 'boolean') {
-      r.log('log_config', APLOG_WARNING, `AH00644: Error evaluating log condition: ${res.error}`);
+    const res = evalBool(cls.conditionExpr, r);
+    if (res instanceof Promise) {
+      void res.then((v) => { if (logConditionHolds(r, v)) sink.write(render(cls.format ?? def, r)); });
       return;
     }
-    if (!res) return;
+    if (!logConditionHolds(r, res)) return;
   }
   sink.write(render(cls.format ?? def, r));
+}
+
+function logConditionHolds(r: Request, res: boolean | ExprFailure): boolean {
+  if (isFailure(res)) {
+    r.log('log_config', APLOG_WARNING, `AH00644: Error evaluating log condition: ${res.error}`);
+    return false;
+  }
+  return res;
 }
 
 /** multi_log_transaction: the logTransaction hook. httpd runs it for the original request of

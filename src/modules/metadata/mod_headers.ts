@@ -20,9 +20,9 @@
 //  - Values are format strings: text with \n \r \t \\ escapes and %% %t %D %l %i %b %{VAR}e
 //    %{VAR}s, compiled when the configuration is read.
 //  - Conditions: env=VAR / env=!VAR (the request environment, case-insensitive), early,
-//    expr=EXPR; values may be expr=STRING. Expressions need the ap_expr engine, which plume
-//    does not have yet: their text is kept, and at request time they behave as httpd does when
-//    an expression fails to evaluate (the condition is logged and ignored, a value is empty).
+//    expr=EXPR (an ap_expr condition: false skips the entry, an evaluation error is logged and
+//    the entry applied); values may be expr=STRING (a string expression; an evaluation error
+//    gives ""). Both are parsed once by src/expr.
 
 import * as os from 'node:os';
 import {
@@ -37,7 +37,11 @@ import { FTYPE_CONTENT_SET, type Brigade, type FilterInstance, type FilterSpec }
 import { APLOG_CRIT, APLOG_DEBUG, APLOG_ERR, levelFor, type LogLevelConfig } from '../../server/log/levels.js';
 import { nowMicros } from '../../server/log/time.js';
 import { tableGet, tableSet, tableUnset } from './mod_env.js';
-import { compileApacheRegex, pregsub, type StoredExpr } from './mod_setenvif.js';
+import { compileApacheRegex, pregsub } from './mod_setenvif.js';
+import {
+  evalBool, evalString, isFailure, parseExprCmd, parseStringExprCmd, type BoolExpr, type ExprFailure, type StringExpr,
+} from '../../expr/index.js';
+import type { MaybePromise } from '../../server/module.js';
 
 // ---- format specifiers ---------------------------------------------------------------------
 
@@ -157,7 +161,7 @@ export type HeaderCondition =
   | { readonly kind: 'none' }
   | { readonly kind: 'early' }
   | { readonly kind: 'env'; readonly name: string; readonly negate: boolean }
-  | { readonly kind: 'expr'; readonly expr: StoredExpr };
+  | { readonly kind: 'expr'; readonly expr: BoolExpr };
 
 /** One Header / RequestHeader directive (httpd's header_entry). */
 export interface HeaderEntry {
@@ -167,7 +171,7 @@ export interface HeaderEntry {
   /** The compiled value (or edit replacement, or note name). */
   readonly format: readonly FormatPiece[] | undefined;
   /** A value written as expr=STRING. */
-  readonly exprOut: StoredExpr | undefined;
+  readonly exprOut: StringExpr | undefined;
   /** edit / edit*: the value regex; echo: the header-name regex. */
   readonly regex: RegExp | undefined;
   readonly condition: HeaderCondition;
@@ -263,9 +267,9 @@ function headerInout(
       }
       condition = v.startsWith('!') ? { kind: 'env', name: v.slice(1), negate: true } : { kind: 'env', name: v, negate: false };
     } else if (prefixCi(envclause, 'expr=')) {
-      // TODO(expr): ap_expr_parse_cmd(envclause + 5); httpd reports a parse failure as
-      // `Can't parse envclause/expression: ${err}`.
-      condition = { kind: 'expr', expr: { text: envclause.slice(5) } };
+      const res = parseExprCmd(cmd, envclause.slice(5), 0, 'headers');
+      if (!res.ok) return `Can't parse envclause/expression: ${res.error}`;
+      condition = { kind: 'expr', expr: res.expr };
     } else {
       return `Unknown parameter: ${envclause}`;
     }
@@ -276,13 +280,13 @@ function headerInout(
 
   // parse_format_string: the value, or for edit the replacement; nothing for unset and echo.
   let format: FormatPiece[] | undefined;
-  let exprOut: StoredExpr | undefined;
+  let exprOut: StringExpr | undefined;
   if (action !== 'unset' && action !== 'echo') {
     const s = action === 'edit' || action === 'edit*' ? subs! : value!;
     if (s.startsWith('expr=')) {
-      // TODO(expr): ap_expr_parse_cmd(s + 5, AP_EXPR_FLAG_STRING_RESULT); httpd reports a
-      // parse failure as `Can't parse value expression : ${err}`.
-      exprOut = { text: s.slice(5) };
+      const res = parseStringExprCmd(cmd, s.slice(5), 0, 'headers');
+      if (!res.ok) return `Can't parse value expression : ${res.error}`;
+      exprOut = res.expr;
     } else {
       const f = parseFormat(s);
       if (typeof f === 'string') return f;
@@ -317,14 +321,12 @@ function headerCmd(cmd: Cmd, raw: string, inbound: boolean): string | undefined 
 
 // ---- request time ------------------------------------------------------------------------------
 
-/** What the ap_expr engine's absence reports where httpd would report an evaluation error. */
-const NO_EXPR_ENGINE = 'expressions (ap_expr) are not available in this plume build';
-
 /** process_tags: the entry's value for this request. */
 function processTags(e: HeaderEntry, r: Request): string {
   if (e.exprOut !== undefined) {
-    // TODO(expr): ap_expr_str_exec(r, e.exprOut); on an error httpd logs and uses "".
-    r.log('headers', APLOG_ERR, `AH02557: Can't evaluate value expression: ${NO_EXPR_ENGINE}`);
+    const v = evalString(e.exprOut, r);
+    if (!isFailure(v)) return v;
+    r.log('headers', APLOG_ERR, `AH02557: Can't evaluate value expression: ${v.error}`);
     return '';
   }
   const f = e.format;
@@ -403,17 +405,16 @@ export function hasToken(val: string, token: string): boolean {
   return false;
 }
 
-function conditionHolds(e: HeaderEntry, r: Request, early: boolean): boolean {
+function conditionHolds(e: HeaderEntry, r: Request, early: boolean): MaybePromise<boolean> {
   const c = e.condition;
   if (early) return c.kind === 'early';
   switch (c.kind) {
     case 'none': return true;
     case 'early': return false;
-    case 'expr':
-      // TODO(expr): ap_expr_exec(r, c.expr); false skips the entry. On an evaluation error
-      // httpd logs and applies the entry anyway, which is what happens until then.
-      r.log('headers', APLOG_ERR, `AH01501: Failed to evaluate expression (${NO_EXPR_ENGINE}) - ignoring`);
-      return true;
+    case 'expr': {
+      const v = evalBool(c.expr, r);
+      return v instanceof Promise ? v.then((x) => exprHolds(r, x)) : exprHolds(r, v);
+    }
     case 'env': {
       const set = tableGet(r.subprocessEnv, c.name) !== undefined;
       return c.negate ? !set : set;
@@ -421,72 +422,91 @@ function conditionHolds(e: HeaderEntry, r: Request, early: boolean): boolean {
   }
 }
 
-/** do_headers_fixup: applies a list to a table; false when an edit replacement failed. */
-export function applyHeaderEntries(r: Request, headers: HeaderTable, list: readonly HeaderEntry[], early: boolean): boolean {
-  for (const e of list) {
-    if (!conditionHolds(e, r, early)) continue;
-    const name = e.header;
-    switch (e.action) {
-      case 'add':
-        headers.add(name, processTags(e, r));
-        break;
-      case 'append':
-        tableMerge(headers, name, processTags(e, r));
-        break;
-      case 'merge': {
-        const cur = headers.get(name);
-        const v = processTags(e, r);
-        if (cur === undefined) headers.add(name, v);
-        else if (!hasToken(cur, v)) tableMerge(headers, name, v);
-        break;
-      }
-      case 'set':
+/** A failed evaluation is logged and the entry applied, as httpd does. */
+function exprHolds(r: Request, v: boolean | ExprFailure): boolean {
+  if (!isFailure(v)) return v;
+  r.log('headers', APLOG_ERR, `AH01501: Failed to evaluate expression (${v.error}) - ignoring`);
+  return true;
+}
+
+/** do_headers_fixup: applies a list to a table; false when an edit replacement failed.
+ *  Synchronous unless a condition waits on a subrequest (-U, -A, -F). */
+export function applyHeaderEntries(r: Request, headers: HeaderTable, list: readonly HeaderEntry[], early: boolean, start = 0): MaybePromise<boolean> {
+  for (let i = start; i < list.length; i++) {
+    const e = list[i]!;
+    const holds = conditionHolds(e, r, early);
+    if (holds instanceof Promise) {
+      return holds.then((h) => (h && !applyEntry(r, headers, e) ? false : applyHeaderEntries(r, headers, list, early, i + 1)));
+    }
+    if (!holds) continue;
+    if (!applyEntry(r, headers, e)) return false;
+  }
+  return true;
+}
+
+/** One entry's action on a table; false when an edit replacement failed. */
+function applyEntry(r: Request, headers: HeaderTable, e: HeaderEntry): boolean {
+  const name = e.header;
+  switch (e.action) {
+    case 'add':
+      headers.add(name, processTags(e, r));
+      break;
+    case 'append':
+      tableMerge(headers, name, processTags(e, r));
+      break;
+    case 'merge': {
+      const cur = headers.get(name);
+      const v = processTags(e, r);
+      if (cur === undefined) headers.add(name, v);
+      else if (!hasToken(cur, v)) tableMerge(headers, name, v);
+      break;
+    }
+    case 'set':
+      if (headers !== r.headersIn && isContentType(name)) r.contentType = processTags(e, r);
+      tableSetHeader(headers, name, processTags(e, r));
+      break;
+    case 'setifempty':
+      if (headers.get(name) === undefined) {
         if (headers !== r.headersIn && isContentType(name)) r.contentType = processTags(e, r);
         tableSetHeader(headers, name, processTags(e, r));
-        break;
-      case 'setifempty':
-        if (headers.get(name) === undefined) {
-          if (headers !== r.headersIn && isContentType(name)) r.contentType = processTags(e, r);
-          tableSetHeader(headers, name, processTags(e, r));
-        }
-        break;
-      case 'unset':
-        headers.unset(name);
-        break;
-      case 'echo': {
-        const re = e.regex!;
-        const out = r.headersOut;
-        for (const [k, v] of r.headersIn.entries()) if (re.test(k)) out.add(k, v);
-        break;
       }
-      case 'edit':
-      case 'edit*': {
-        if (headers !== r.headersIn && isContentType(name) && r.contentType !== undefined) {
-          const repl = processRegexp(e, r.contentType, r);
+      break;
+    case 'unset':
+      headers.unset(name);
+      break;
+    case 'echo': {
+      const re = e.regex!;
+      const out = r.headersOut;
+      for (const [k, v] of r.headersIn.entries()) if (re.test(k)) out.add(k, v);
+      break;
+    }
+    case 'edit':
+    case 'edit*': {
+      if (headers !== r.headersIn && isContentType(name) && r.contentType !== undefined) {
+        const repl = processRegexp(e, r.contentType, r);
+        if (repl === undefined) return false;
+        r.contentType = repl;
+      }
+      if (headers.get(name) !== undefined) {
+        const edited: [string, string][] = [];
+        const key = lowerAscii(name);
+        for (const [k, v] of headers.entries()) {
+          if (lowerAscii(k) !== key) continue;
+          const repl = processRegexp(e, v, r);
           if (repl === undefined) return false;
-          r.contentType = repl;
+          edited.push([k, repl]);
         }
-        if (headers.get(name) !== undefined) {
-          const edited: [string, string][] = [];
-          const key = lowerAscii(name);
-          for (const [k, v] of headers.entries()) {
-            if (lowerAscii(k) !== key) continue;
-            const repl = processRegexp(e, v, r);
-            if (repl === undefined) return false;
-            edited.push([k, repl]);
-          }
-          headers.unset(name);
-          for (const [k, v] of edited) headers.add(k, v);
-        }
-        break;
+        headers.unset(name);
+        for (const [k, v] of edited) headers.add(k, v);
       }
-      case 'note': {
-        const noteName = processTags(e, r);
-        const v = headers.get(name);
-        if (v === undefined) tableUnset(r.notes, noteName);
-        else tableSet(r.notes, noteName, v);
-        break;
-      }
+      break;
+    }
+    case 'note': {
+      const noteName = processTags(e, r);
+      const v = headers.get(name);
+      if (v === undefined) tableUnset(r.notes, noteName);
+      else tableSet(r.notes, noteName, v);
+      break;
     }
   }
   return true;
@@ -506,10 +526,14 @@ function headersOutputFilter(f: FilterInstance<undefined>, bb: Brigade): ReturnT
   const r = f.r;
   const conf = self.dir(r);
   serverDebug(r, 'AH01502: headers: ap_headers_output_filter()');
-  applyHeaderEntries(r, r.errHeadersOut, conf.fixupErr, false);
-  applyHeaderEntries(r, r.headersOut, conf.fixupOut, false);
   f.remove();
-  return f.pass(bb);
+  const a = applyHeaderEntries(r, r.errHeadersOut, conf.fixupErr, false);
+  if (a instanceof Promise) return a.then(() => thenPass(f, bb, applyHeaderEntries(r, r.headersOut, conf.fixupOut, false)));
+  return thenPass(f, bb, applyHeaderEntries(r, r.headersOut, conf.fixupOut, false));
+}
+
+function thenPass(f: FilterInstance<undefined>, bb: Brigade, done: MaybePromise<boolean>): ReturnType<FilterInstance['pass']> {
+  return done instanceof Promise ? done.then(() => f.pass(bb)) : f.pass(bb);
 }
 
 /** FIXUP_HEADERS_ERR (ap_headers_error_filter): the always list only. */
@@ -517,9 +541,8 @@ function headersErrorFilter(f: FilterInstance<undefined>, bb: Brigade): ReturnTy
   const r = f.r;
   const conf = self.dir(r);
   serverDebug(r, 'AH01503: headers: ap_headers_error_filter()');
-  applyHeaderEntries(r, r.errHeadersOut, conf.fixupErr, false);
   f.remove();
-  return f.pass(bb);
+  return thenPass(f, bb, applyHeaderEntries(r, r.errHeadersOut, conf.fixupErr, false));
 }
 
 export const FIXUP_HEADERS_OUT: FilterSpec<undefined> = { name: 'FIXUP_HEADERS_OUT', type: FTYPE_CONTENT_SET, filter: headersOutputFilter };
@@ -536,10 +559,11 @@ function insertErrorFilter(r: Request): void {
 }
 
 /** RequestHeader in fixups (ap_headers_fixup). */
-function headersFixup(r: Request): number {
+function headersFixup(r: Request): MaybePromise<number> {
   const conf = self.dir(r);
-  if (conf.fixupIn.length > 0) applyHeaderEntries(r, r.headersIn, conf.fixupIn, false);
-  return DECLINED;
+  if (conf.fixupIn.length === 0) return DECLINED;
+  const done = applyHeaderEntries(r, r.headersIn, conf.fixupIn, false);
+  return done instanceof Promise ? done.then(() => DECLINED) : DECLINED;
 }
 
 /** Whether a configuration has `early` entries (computed once per configuration object). */

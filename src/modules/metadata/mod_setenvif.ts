@@ -33,6 +33,8 @@ import { ArgCursor } from '../../server/config/lexer.js';
 import type { Request } from '../../server/request/request.js';
 import { APLOG_CRIT, APLOG_TRACE2 } from '../../server/log/levels.js';
 import { tableGet, tableSet, tableUnset } from './mod_env.js';
+import { evalBool, isFailure, parseExprCmd, type BoolExpr, type ExprMatch } from '../../expr/index.js';
+import type { MaybePromise } from '../../server/module.js';
 
 // ---- regular expressions as httpd compiles them (ap_pregcomp over PCRE2) -------------------------
 
@@ -209,11 +211,6 @@ export interface AttributeName {
   readonly name: string;
 }
 
-/** A parsed SetEnvIfExpr condition. The expression engine is not part of plume yet: the text
- *  is kept and the condition never matches (httpd's ap_expr_exec_re error path). */
-export interface StoredExpr {
-  readonly text: string;
-}
 
 /** One rule (httpd's sei_entry). Its variable table grows while the configuration is read. */
 export interface SetEnvIfEntry {
@@ -224,7 +221,8 @@ export interface SetEnvIfEntry {
   readonly preg: RegExp | undefined;
   /** The literal to search for, when it does not (backslash escapes removed). */
   readonly pattern: string | undefined;
-  readonly expr: StoredExpr | undefined;
+  /** SetEnvIfExpr: the condition, parsed once. */
+  readonly expr: BoolExpr | undefined;
   readonly special: Special;
   /** A regex over request header names, when the attribute is one. */
   readonly nameRegex: RegExp | undefined;
@@ -375,11 +373,11 @@ function setEnvIfExpr(cmd: CmdParms<SetEnvIfConfig, SetEnvIfConfig>, raw: string
   const args = new ArgCursor(raw);
   const text = args.atEnd() ? '' : args.word();
   if (text === '') return `Missing expression for ${cmd.name}`;
-  // TODO(expr): parse with the expression engine; httpd reports a failure as
-  // `Could not parse expression "${text}": ${err}`.
+  const res = parseExprCmd(cmd, text, 0, 'setenvif');
+  if (!res.ok) return `Could not parse expression "${text}": ${res.error}`;
   const entry: SetEnvIfEntry = {
     name: undefined, regexText: undefined, preg: undefined, pattern: undefined,
-    expr: { text }, special: 'none', nameRegex: undefined, icase: false, features: [],
+    expr: res.expr, special: 'none', nameRegex: undefined, icase: false, features: [],
   };
   conf.conditionals.push(entry);
   return addEnvVars(cmd, args, entry);
@@ -417,8 +415,16 @@ function containsAsciiCi(hay: string, needleLower: string): boolean {
   return lowerAscii(hay).includes(needleLower);
 }
 
+/** Where match_headers is in its rule list: the attribute last looked up, the value tested
+ *  and the groups of the last match ($1... in the values set). */
+interface MatchState {
+  lastName: AttributeName | undefined;
+  val: string | undefined;
+  groups: RegExpExecArray | null;
+}
+
 /** httpd's match_headers, run from post_read_request and from header_parser. */
-function matchHeaders(r: Request): number {
+function matchHeaders(r: Request): MaybePromise<number> {
   let conf: SetEnvIfConfig | undefined;
   if (!serverRulesDone.has(r)) {
     serverRulesDone.add(r);
@@ -427,45 +433,69 @@ function matchHeaders(r: Request): number {
     conf = self.dir(r);
   }
   if (conf === undefined || conf.conditionals.length === 0) return DECLINED;
-  let lastName: AttributeName | undefined;
-  let val: string | undefined;
-  for (const b of conf.conditionals) {
-    if (b.expr === undefined && b.name !== lastName) {
-      lastName = b.name;
-      val = attributeValue(r, b);
-    }
-    if (val === undefined) val = '';
+  return matchFrom(r, conf.conditionals, 0, { lastName: undefined, val: undefined, groups: null });
+}
 
-    let groups: RegExpExecArray | null = null;
+function matchFrom(r: Request, rules: readonly SetEnvIfEntry[], start: number, st: MatchState): MaybePromise<number> {
+  for (let i = start; i < rules.length; i++) {
+    const b = rules[i]!;
+    if (b.expr === undefined && b.name !== st.lastName) {
+      st.lastName = b.name;
+      st.val = attributeValue(r, b);
+    }
+    if (st.val === undefined) st.val = '';
+
     let matched = false;
     if (b.pattern !== undefined) {
-      matched = b.icase ? containsAsciiCi(val, b.pattern) : val.includes(b.pattern);
+      matched = b.icase ? containsAsciiCi(st.val, b.pattern) : st.val.includes(b.pattern);
     } else if (b.preg !== undefined) {
-      groups = b.preg.exec(val);
-      matched = groups !== null;
+      st.groups = b.preg.exec(st.val);
+      matched = st.groups !== null;
     } else if (b.expr !== undefined) {
-      // TODO(expr): ap_expr_exec_re(r, b.expr, ...) > 0, which also sets val to the string the
-      // expression's regex matched and the groups for $n. Until then nothing matches (as on an
-      // evaluation error).
-      matched = false;
+      // ap_expr_exec_re: a regex with groups in the expression replaces the value and the
+      // groups ($1... in the values), or leaves no value when it did not match.
+      const re: ExprMatch = { source: st.val, match: st.groups };
+      const v = evalBool(b.expr, r, re);
+      if (v instanceof Promise) {
+        return v.then((res) => {
+          const st2 = exprOutcome(st, re);
+          if (res !== true) return matchFrom(r, rules, i + 1, st2);
+          const rc = applyFeatures(r, b, st2);
+          return rc !== DECLINED ? rc : matchFrom(r, rules, i + 1, st2);
+        });
+      }
+      exprOutcome(st, re);
+      matched = v === true;
+      if (isFailure(v)) matched = false;
     }
     if (!matched) continue;
+    const rc = applyFeatures(r, b, st);
+    if (rc !== DECLINED) return rc;
+  }
+  return DECLINED;
+}
 
-    for (const [key, value] of b.features) {
-      if (value.startsWith('!')) {
-        tableUnset(r.subprocessEnv, key);
-      } else if (b.pattern === undefined) {
-        const replaced = pregsub(value, groups);
-        if (replaced === undefined) {
-          r.log('setenvif', APLOG_CRIT, `AH01505: Regular expression replacement failed for '${key}', value too long?`);
-          return 500;
-        }
-        tableSet(r.subprocessEnv, key, replaced);
-      } else {
-        tableSet(r.subprocessEnv, key, value);
+function exprOutcome(st: MatchState, re: ExprMatch): MatchState {
+  st.val = re.source;
+  st.groups = re.match;
+  return st;
+}
+
+function applyFeatures(r: Request, b: SetEnvIfEntry, st: MatchState): number {
+  for (const [key, value] of b.features) {
+    if (value.startsWith('!')) {
+      tableUnset(r.subprocessEnv, key);
+    } else if (b.pattern === undefined && (st.val !== undefined || b.expr === undefined)) {
+      const replaced = pregsub(value, st.groups);
+      if (replaced === undefined) {
+        r.log('setenvif', APLOG_CRIT, `AH01505: Regular expression replacement failed for '${key}', value too long?`);
+        return 500;
       }
-      if (r.wantsLog('setenvif', APLOG_TRACE2)) r.log('setenvif', APLOG_TRACE2, `Setting ${key}`);
+      tableSet(r.subprocessEnv, key, replaced);
+    } else {
+      tableSet(r.subprocessEnv, key, value);
     }
+    if (r.wantsLog('setenvif', APLOG_TRACE2)) r.log('setenvif', APLOG_TRACE2, `Setting ${key}`);
   }
   return DECLINED;
 }

@@ -327,16 +327,27 @@ test('early entries run in post_read_request only, with the server configuration
   assert.deepEqual(r.errHeadersOut.entries(), []);
 });
 
-test('expr= is kept; without the expression engine httpd\'s evaluation-error behaviour applies', async () => {
-  const c = configure(['Header set X-Cond yes "expr=%{REQUEST_URI} =~ m#^/x#"', 'Header set X-Val "expr=%{REQUEST_URI}"']);
+test('expr= conditions and expr= values are evaluated per request', async () => {
+  const c = configure([
+    'Header set X-Cond yes "expr=%{REQUEST_URI} =~ m#^/a#"', 'Header set X-No no "expr=%{REQUEST_URI} =~ m#^/y#"',
+    'Header set X-Val "expr=%{REQUEST_URI}"', 'Header set X-Bad yes "expr=file(\'/nonexistent\') == \'\'"',
+  ]);
   const d = headers.dirIn(c.section)!;
-  assert.deepEqual(d.fixupOut[0]!.condition, { kind: 'expr', expr: { text: '%{REQUEST_URI} =~ m#^/x#' } });
-  assert.deepEqual(d.fixupOut[1]!.exprOut, { text: '%{REQUEST_URI}' });
-  const { hdrs, log } = await serve(c);
-  assert.deepEqual(hdrs.slice(4), [['X-Cond', 'yes'], ['X-Val', '']]);
+  const cond = d.fixupOut[0]!.condition;
+  assert.equal(cond.kind === 'expr' ? cond.expr.source : '', '%{REQUEST_URI} =~ m#^/a#');
+  assert.equal(d.fixupOut[2]!.exprOut?.source, '%{REQUEST_URI}');
+  const { hdrs, log: all } = await serve(c);
+  // A false condition skips its entry; a failed evaluation is logged and the entry applied.
+  assert.deepEqual(hdrs.slice(4), [['X-Cond', 'yes'], ['X-Val', '/a.txt'], ['X-Bad', 'yes']]);
+  const log = all.filter((l) => l.includes(':error]'));
   assert.equal(log.length, 2);
-  assert.match(log[0]!, /^\[headers:error\] AH01501: Failed to evaluate expression \(.*\) - ignoring$/);
-  assert.match(log[1]!, /^\[headers:error\] AH02557: Can't evaluate value expression: /);
+  assert.match(log[0]!, /Evaluation of expression from .* failed: Cannot open file \/nonexistent$/);
+  assert.match(log[1]!, /^\[headers:error\] AH01501: Failed to evaluate expression \(Cannot open file \/nonexistent\) - ignoring$/);
+});
+
+test('expr= parse errors are refused with httpd\'s wording', () => {
+  assert.equal(errorOf('Header set X-Cond yes "expr=%{NOPE} == 1"'), "Can't parse envclause/expression: Variable 'NOPE' does not exist");
+  assert.equal(errorOf('Header set X-V "expr=%{NOPE}"'), "Can't parse value expression : Variable 'NOPE' does not exist");
 });
 
 test('format strings', () => {

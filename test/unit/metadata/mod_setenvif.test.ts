@@ -136,13 +136,14 @@ test('a virtual host runs the main server\'s rules, then its own', () => {
   assert.deepEqual([...r.subprocessEnv], [['ORDER', 'vhost'], ['MAIN', '1'], ['VH', '1']]);
 });
 
-test('SetEnvIfExpr is stored; without the expression engine it never matches', () => {
-  const c = configure(['SetEnvIfExpr "%{REQUEST_URI} =~ /x/" HIT']);
+test('SetEnvIfExpr: evaluated per request; a regex with groups gives $1 to the values', () => {
+  const c = configure(['SetEnvIfExpr "%{REQUEST_URI} =~ /x/" HIT', 'SetEnvIfExpr "%{REQUEST_URI} =~ m#^/(.)#" FIRST=$1', 'SetEnvIfExpr "false" NEVER']);
   const e = setenvif.server(c.server).conditionals[0]!;
-  assert.deepEqual(e.expr, { text: '%{REQUEST_URI} =~ /x/' });
+  assert.equal(e.expr?.source, '%{REQUEST_URI} =~ /x/');
   const { r } = makeRequest(c, { uri: '/x' });
   hook(setenvif, 'postReadRequest')(r);
-  assert.equal(r.subprocessEnv.size, 0);
+  assert.deepEqual([...r.subprocessEnv], [['HIT', '1'], ['FIRST', 'x']]);
+  assert.equal(configure(['SetEnvIfExpr "%{NOPE} == 1" X']).error, `Could not parse expression "%{NOPE} == 1": Variable 'NOPE' does not exist`);
 });
 
 test('trace2 logs each variable set', () => {
