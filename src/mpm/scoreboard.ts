@@ -678,13 +678,17 @@ export class WorkerScoreboard {
   /** DIFFERENCE: the event MPM's listener publishes its connection figures when it wakes;
    *  these are the worker's own, live (docs/differences.md). */
   private cpuAt = -Infinity;
+  /** The CPU the process used before it served (Node's start, reading the configuration):
+   *  not counted, as an httpd child forked from its parent starts from nothing. Counting it
+   *  made CPULoad infinite ("0.e+79", APR's %g of an infinity) in the first second. */
+  private readonly cpuBase = process.cpuUsage();
   private utime = 0;
   private stime = 0;
   private cpuTimes(): void {
     const now = performance.now();
     if (now - this.cpuAt < CPU_TIMES_MS) return;
     this.cpuAt = now;
-    const cpu = process.cpuUsage();
+    const cpu = process.cpuUsage(this.cpuBase);
     this.utime = Math.floor(cpu.user / 10000);
     this.stime = Math.floor(cpu.system / 10000);
   }

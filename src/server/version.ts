@@ -13,7 +13,9 @@ export const BUILT = '2026-11-22T00:00:00';
 import type { ServerTokens } from './core/config.js';
 
 /** The Server header / signature product string for a ServerTokens setting. The product is
- *  plume's own; Full and OS add the Apache version it is compatible with. */
+ *  plume's own; Full (also mod_status's ServerVersion) puts the Apache version it is
+ *  compatible with first, as "Apache/2.4.71 (Unix) plume/0.1.0": monitoring that reads the
+ *  version after the first '/' (prometheus-apache-exporter's apache_version) reads 2.4.71. */
 export function serverBanner(tokens: ServerTokens): string {
   let b = banners.get(tokens);
   if (b === undefined) { b = makeBanner(tokens); banners.set(tokens, b); }
@@ -29,6 +31,6 @@ function makeBanner(tokens: ServerTokens): string {
     case 'Minor': return `plume/${maj}.${min}`;
     case 'Min': return `plume/${PLUME_VERSION}`;
     case 'OS': return `plume/${PLUME_VERSION} (Unix)`;
-    case 'Full': return `plume/${PLUME_VERSION} (Unix) Apache/${APACHE_COMPAT_VERSION} (compatible)`;
+    case 'Full': return `Apache/${APACHE_COMPAT_VERSION} (Unix) plume/${PLUME_VERSION}`;
   }
 }

@@ -108,6 +108,13 @@ test('server-status?auto counts match the requests sent (-X)', { timeout: 60000 
     const last = await checkCounts(site, site.port);
     assert.equal(last.get('Processes'), '1');
     assert.equal(last.get('ServerMPM'), 'event');
+    // ServerVersion as Debian's prometheus-apache-exporter reads it (collector.go: the text
+    // between the first and second '/', up to a space, as "%s.%02s%03s" of its dotted parts,
+    // a float): 2.4.71 -> 2.04071. The line still names plume.
+    const version = last.get('ServerVersion') ?? '';
+    const [maj = '', min = '', patch = ''] = (version.split('/')[1] ?? '').split(' ')[0]!.split('.');
+    assert.equal(Number.parseFloat(`${maj}.${min.padStart(2, '0')}${patch.padStart(3, '0')}`), 2.04071, version);
+    assert.match(version, /\bplume\/\d+\.\d+\.\d+/);
   } finally {
     const exited = new Promise<void>((res) => proc.once('exit', () => res()));
     if (proc.exitCode === null) proc.kill('SIGTERM');

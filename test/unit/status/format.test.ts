@@ -31,6 +31,10 @@ test('%g as apr_snprintf prints it', () => {
   assert.equal(aprG(f(f(258438) / 100)), '2584.38');
   assert.equal(aprG(f(28 / 3)), '9.33333');
   assert.equal(aprG(-2.5), '-2.5');
+  // An infinity (httpd's CPULoad in a server's first second, cpu / 0): APR's %g has no
+  // case for them and prints "0.e+79" — measured with libapr-1 0.7.2's apr_snprintf.
+  assert.equal(aprG(Infinity), '0.e+79');
+  assert.equal(aprG(f(f(f(5) / 100) / f(0)) * 100), '0.e+79');
 });
 
 test('%.Nf as apr_snprintf prints it', () => {
