@@ -44,6 +44,11 @@ import deflate from './filters/mod_deflate.js';
 import substitute from './filters/mod_substitute.js';
 import bucketeer from './debugging/mod_bucketeer.js';
 import expires from './metadata/mod_expires.js';
+import socacheShmcb from './cache/mod_socache_shmcb.js';
+import socacheDbm from './cache/mod_socache_dbm.js';
+import socacheMemcache from './cache/mod_socache_memcache.js';
+import socacheRedis from './cache/mod_socache_redis.js';
+import ssl from './ssl/mod_ssl/index.js';
 import caseFilter from './examples/mod_case_filter.js';
 import caseFilterIn from './examples/mod_case_filter_in.js';
 
@@ -53,7 +58,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(reqtimeout), h(filter), h(deflate), h(substitute), h(bucketeer), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
+  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(substitute), h(bucketeer), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
   h(caseFilter), h(caseFilterIn),
 ];
 

@@ -20,6 +20,8 @@ import { ConfigSnapshot, type SnapshotEntries } from './config-snapshot.js';
 import { scoreboard, WorkerLoad } from './scoreboard.js';
 import { startIdleGc } from './idle-gc.js';
 import { acceptSharedReads } from '../server/http/accept.js';
+import { acceptThroughLayers, layersWantSocket } from '../server/http/connection-layer.js';
+import type { ConnRec } from '../server/request/request.js';
 import type { Transport } from '../server/http/tcp-stream.js';
 import { Roster, RosterEntry } from '../lib/roster.js';
 
@@ -237,7 +239,11 @@ class AcceptGate {
         process.stderr.write(`plume worker ${process.pid}: cannot listen: ${e.message}\n`);
         process.exit(EXIT_CHILDFATAL);
       });
-      srv.once('listening', () => acceptSharedReads(srv, this.accept));
+      srv.once('listening', () => {
+        // A port mod_ssl serves TLS on needs net.Sockets (connection-layer.ts).
+        const a = srv.address();
+        if (a === null || typeof a !== 'object' || !layersWantSocket(this.rt, a.port)) acceptSharedReads(srv, this.accept);
+      });
       srv.listen(handle, this.model.backlog);
       this.servers.push(srv);
     }
@@ -295,8 +301,32 @@ class AcceptGate {
     return busy >= share || open >= share + (share - busy) * factor;
   }
 
-  private onConnection(sock: Transport): void {
+  /** Connections in their TLS handshake (not served yet, but this worker waits for them). */
+  private handshaking = 0;
+
+  private onConnection(raw: Transport): void {
+    let served = false;
+    let pending = false;
+    acceptThroughLayers(this.rt, raw, (sock, init) => {
+      served = true;
+      if (pending) { pending = false; this.handshaking--; }
+      this.serve(sock, init);
+    });
+    if (served || raw.destroyed) return;
+    // A handshake runs first: the worker does not leave before it ends.
+    pending = true;
+    this.handshaking++;
+    raw.on('close', () => {
+      if (!pending) return;
+      pending = false;
+      this.handshaking--;
+      if (this.retiring && this.conns.size === 0 && this.handshaking === 0) this.onEmpty();
+    });
+  }
+
+  private serve(sock: Transport, init: ((c: ConnRec) => void) | null): void {
     const conn = new HttpConnection(sock, this.rt);
+    init?.(conn);
     const open = new OpenConnection(conn, sock);
     this.conns.add(open);
     sock.on('close', () => this.onClose(open));
@@ -315,7 +345,7 @@ class AcceptGate {
     this.conns.remove(open);
     this.loadChanged();
     if (this.retiring) {
-      if (this.conns.size === 0) this.onEmpty();
+      if (this.conns.size === 0 && this.handshaking === 0) this.onEmpty();
     } else if (!this.accepting && this.canAccept()) {
       this.start();
     }
@@ -331,7 +361,7 @@ class AcceptGate {
     scoreboard?.setQuiescing();
     this.onRetire(replace);
     for (const o of this.conns.members()) o.conn.closeGracefully();
-    if (this.conns.size === 0) this.onEmpty();
+    if (this.conns.size === 0 && this.handshaking === 0) this.onEmpty();
   }
 
   /** Stops at once: every connection is dropped. */
@@ -391,7 +421,7 @@ export async function runWorker(options: ConfigOptions, catalogue: ModuleCatalog
   let ctx: ConfigContext;
   try {
     const readConfigFile = ConfigSnapshot.replay(files);
-    ctx = await loadConfiguration({ ...options, preflight: false, startupSink: new QuietSink(), readConfigFile }, catalogue);
+    ctx = await loadConfiguration({ ...options, preflight: false, child: true, startupSink: new QuietSink(), readConfigFile }, catalogue);
     openErrorLogs(ctx);
     // post_config ran in the parent, which logged what it had to say.
     const errorLog = ctx.startupLog;

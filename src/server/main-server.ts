@@ -19,6 +19,7 @@ import { postConfigure } from './config/build.js';
 import { DEFAULT_LOG_LEVEL, APLOG_NOTICE } from './log/levels.js';
 import { APACHE_COMPAT_VERSION, PLUME_VERSION } from './version.js';
 import { acceptSharedReads } from './http/accept.js';
+import { acceptThroughLayers } from './http/connection-layer.js';
 import type { Transport } from './http/tcp-stream.js';
 import { Roster, RosterEntry } from '../lib/roster.js';
 
@@ -127,7 +128,9 @@ function bindAll(ctx: ConfigContext, specs: readonly ListenSpec[], onConn: (s: T
         reject(new StartupError(`${errno}: AH00072: make_sock: could not bind to address ${addr}\nno listening sockets available, shutting down\nAH00015: Unable to open logs`));
       });
       srv.listen({ port: l.port, host: l.host, backlog: globals(ctx).listenBacklog, exclusive: false }, () => {
-        acceptSharedReads(srv, onConn);
+        // mod_ssl's TLS runs on net.Sockets (connection-layer.ts): the single process, whose
+        // listeners outlive configurations, keeps shared reads for servers without it.
+        if (ctx.providerNames('connection_layer').length === 0) acceptSharedReads(srv, onConn);
         servers.push(srv);
         if (--pending === 0) resolve(servers);
       });
@@ -203,11 +206,15 @@ export async function startServer(ctx: ConfigContext, opts: StartOptions): Promi
       for (const m of ctx.loaded) await m.decl.configHooks?.cleanup?.(ctx);
     },
   };
-  listeners.onConnection = (sock) => {
-    const open = new OpenSocket(sock);
+  listeners.onConnection = (raw) => {
+    const open = new OpenSocket(raw);
     conns.add(open);
-    sock.on('close', () => conns.remove(open));
-    new HttpConnection(sock, running.rt);
+    raw.on('close', () => conns.remove(open));
+    // TLS (mod_ssl) runs below HTTP: the connection is served once its handshake is done.
+    acceptThroughLayers(running.rt, raw, (sock, init) => {
+      const conn = new HttpConnection(sock, running.rt);
+      init?.(conn);
+    });
   };
   return running;
 }

@@ -18,6 +18,7 @@ import { VirtualHosts } from './core/vhosts.js';
 import { constructUrl, getServerName, getServerPort } from './core/server-name.js';
 import { serverBanner } from './version.js';
 import { globals } from './core/globals.js';
+import type { ConnectionLayer } from './http/connection-layer.js';
 
 export class Runtime {
   readonly hooks: HookLists;
@@ -26,6 +27,8 @@ export class Runtime {
   /** Input filters by lower-cased name (a name space of their own, as in httpd). */
   readonly inputFilterSpecs = new Map<string, InputFilterSpec>();
   readonly vhosts: VirtualHosts;
+  /** What runs below HTTP on accepted connections (mod_ssl's TLS), in load order. */
+  readonly connectionLayers: readonly ConnectionLayer[];
   /** Generation counter: caches keyed on configuration compare it. */
   readonly generation: number;
   private static generations = 0;
@@ -37,6 +40,7 @@ export class Runtime {
       for (const f of m.decl.inputFilters ?? []) this.inputFilterSpecs.set(f.name.toLowerCase(), f as InputFilterSpec);
     }
     this.vhosts = new VirtualHosts(ctx);
+    this.connectionLayers = ctx.providerNames('connection_layer').map((n) => ctx.provider('connection_layer', n)!.open(ctx)).filter((l): l is ConnectionLayer => l !== null);
     this.generation = ++Runtime.generations;
   }
 

@@ -12,6 +12,7 @@
  */
 import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as tls from 'node:tls';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -78,7 +79,24 @@ export interface RequestSpec {
   end?: boolean;
   /** Give up reading after this many ms (default 5000). */
   timeoutMs?: number;
+  /** Speak TLS on this connection (the case's server must have SSLEngine on there). */
+  tls?: TlsRequestSpec;
 }
+
+/** The client side of a TLS connection. */
+export interface TlsRequestSpec {
+  /** The SNI name; null sends none (default: none, as for an IP address). */
+  servername?: string | null;
+  /** A client certificate from test/fixtures/tls: "client" sends client.crt with client.key. */
+  cert?: string;
+  minVersion?: 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3';
+  maxVersion?: 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3';
+  /** OpenSSL cipher list the client offers (TLS 1.2 and below). */
+  ciphers?: string;
+}
+
+/** The certificates and keys TLS cases use (copied into @ROOT@/tls/ with "tlsFiles"). */
+export const TLS_FIXTURES: string = path.join(REPO_ROOT, 'test', 'fixtures', 'tls');
 
 export interface CaseSpec {
   /** One line: what Apache behaviour this pins. */
@@ -100,6 +118,8 @@ export interface CaseSpec {
   extraLogs?: string[];
   /** Where the specification deliberately differs from Apache. */
   specOverride?: SpecOverride;
+  /** Copy test/fixtures/tls/ (certificates, keys, CRL) to @ROOT@/tls/. */
+  tlsFiles?: boolean;
 }
 
 export interface SpecOverride {
@@ -232,7 +252,7 @@ function validateCase(id: string, v: unknown): CaseSpec {
   if (typeof o.title !== 'string' || o.title === '') fail('missing title');
   if (!Array.isArray(o.conf) || !o.conf.every((l) => typeof l === 'string')) fail('conf must be an array of strings');
   if (!Array.isArray(o.requests)) fail('requests must be an array');
-  const known = new Set(['title', 'conf', 'preamble', 'files', 'requests', 'keepAlive', 'logLines', 'extraLogs', 'specOverride']);
+  const known = new Set(['title', 'conf', 'preamble', 'files', 'requests', 'keepAlive', 'logLines', 'extraLogs', 'specOverride', 'tlsFiles']);
   for (const k of Object.keys(o)) if (!known.has(k)) fail(`unknown key ${k}`);
   for (const [i, r] of (o.requests as unknown[]).entries()) {
     if (typeof r !== 'object' || r === null) fail(`request ${i} not an object`);
@@ -338,6 +358,10 @@ export function materialise(spec: CaseSpec, ph: Placeholders): Materialised {
   fs.mkdirSync(path.join(root, 'logs'), { recursive: true });
   const conf = (spec.preamble === false ? [] : PREAMBLE).concat(spec.conf).map((l) => substitute(l, ph));
   fs.writeFileSync(path.join(root, 'httpd.conf'), conf.join('\n') + '\n');
+  if (spec.tlsFiles === true) {
+    fs.mkdirSync(path.join(root, 'tls'));
+    for (const f of fs.readdirSync(TLS_FIXTURES)) fs.copyFileSync(path.join(TLS_FIXTURES, f), path.join(root, 'tls', f));
+  }
   const modes = new Map<string, number>();
   const mtimes = new Map<string, string>();
   for (const [rel, fspec] of Object.entries(spec.files ?? {})) {
@@ -488,7 +512,38 @@ class Conn {
     sock.on('error', onClose);
   }
 
-  static open(port: number, localAddress: string | undefined, timeoutMs: number): Promise<Conn> {
+  static async open(port: number, localAddress: string | undefined, timeoutMs: number, tlsSpec?: TlsRequestSpec): Promise<Conn> {
+    const c = await Conn.openTcp(port, localAddress, timeoutMs);
+    if (tlsSpec === undefined) return c;
+    const raw = c.sock;
+    raw.removeAllListeners('data');
+    raw.removeAllListeners('end');
+    raw.removeAllListeners('close');
+    raw.removeAllListeners('error');
+    const opts: tls.ConnectionOptions = {
+      socket: raw, rejectUnauthorized: false,
+      minVersion: tlsSpec.minVersion ?? 'TLSv1', maxVersion: tlsSpec.maxVersion,
+      ciphers: tlsSpec.ciphers !== undefined ? `${tlsSpec.ciphers}:@SECLEVEL=0` : 'DEFAULT:@SECLEVEL=0',
+    };
+    if (tlsSpec.servername !== undefined && tlsSpec.servername !== null) opts.servername = tlsSpec.servername;
+    if (tlsSpec.cert !== undefined) {
+      opts.cert = fs.readFileSync(path.join(TLS_FIXTURES, `${tlsSpec.cert}.crt`));
+      opts.key = fs.readFileSync(path.join(TLS_FIXTURES, `${tlsSpec.cert}.key`));
+    }
+    const t = tls.connect(opts);
+    // A failed handshake is part of the answer: the connection then reads as closed.
+    t.on('error', () => { /* reported through 'close' */ });
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      t.once('secureConnect', () => { clearTimeout(timer); resolve(); });
+      t.once('close', () => { clearTimeout(timer); resolve(); });
+    });
+    const tc = new Conn(t);
+    tc.localPort = c.localPort;
+    return tc;
+  }
+
+  private static openTcp(port: number, localAddress: string | undefined, timeoutMs: number): Promise<Conn> {
     return new Promise((resolve, reject) => {
       const opts: net.NetConnectOpts = { host: '127.0.0.1', port };
       if (localAddress !== undefined) opts.localAddress = localAddress;
@@ -950,7 +1005,7 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
       const sizes = logs.map((l) => fileSize(path.join(root, l)));
       if (conn === null || !keepAlive) {
         try {
-          conn = await Conn.open(rport, r.client ?? spec.requests[0]?.client, 5000);
+          conn = await Conn.open(rport, r.client ?? spec.requests[0]?.client, 5000, r.tls ?? (keepAlive ? spec.requests[0]?.tls : undefined));
         } catch (e) {
           const why = e instanceof Error ? e.message : String(e);
           const srv = server;

@@ -152,7 +152,7 @@ async function runOn(ctx: ConfigContext, req: ExplainRequest, errors: MemorySink
   const conn: ConnRec = {
     id: 0, wire: NO_WIRE, remoteIp: req.clientIp, remotePort: req.clientPort, localIp, localPort: port,
     keepalives: 0, keepAlive: false, aborted: false, remoteHost: undefined, bytesIn: 0, bytesOut: 0,
-    notes: new Map(), baseServer: base,
+    notes: new Map(), baseServer: base, connConfig: [],
   };
   const events: TraceEntry[] = [];
   const trace: ExplainTrace = {

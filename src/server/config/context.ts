@@ -36,6 +36,9 @@ export interface ConfigOptions {
   /** The first read at startup (httpd's preflight read, and -t): once-only startup
    *  warnings are given here and not when the configuration is read again to serve. */
   readonly preflight?: boolean;
+  /** A worker process's read: post_config ran in the parent already, which set up what the
+   *  workers share (a shmcb cache file, TLS session ticket keys); modules attach to it. */
+  readonly child?: boolean;
   /** Collects the files read (ConfigContext.includes), so that -D DUMP_INCLUDES can list
    *  them even when reading fails half way. */
   readonly includeLog?: IncludedFile[];
@@ -119,6 +122,11 @@ export class ConfigContext {
   /** The first read at startup or -t (see ConfigOptions.preflight). */
   get preflight(): boolean {
     return this.options.preflight !== false;
+  }
+
+  /** A worker's read (see ConfigOptions.child). */
+  get child(): boolean {
+    return this.options.child === true;
   }
 
   newVirtualHost(file: string, line: number): ServerRec {

@@ -168,6 +168,7 @@ export class HttpConnection implements ConnRec, Wire {
   bytesIn = 0;
   bytesOut = 0;
   readonly notes = new Map<string, string>();
+  readonly connConfig: unknown[] = [];
   /** This connection in the worker's scoreboard (mpm/scoreboard.ts; null without one). */
   score: ScoreEntry | null = null;
   baseServer: ServerRec;

@@ -51,6 +51,8 @@ export interface ConnRec {
   readonly notes: Map<string, string>;
   /** The server chosen by address before name-based selection. */
   baseServer: ServerRec;
+  /** Per-module connection state (httpd's c->conn_config), by module index: ModuleHandle.conn(). */
+  readonly connConfig: unknown[];
 }
 
 /** The request body, read on demand (httpd's input filter chain reduced to what HTTP needs). */

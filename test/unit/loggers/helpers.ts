@@ -129,6 +129,7 @@ export function makeConn(over: Partial<ConnRec> = {}): ConnRec {
     notes: new Map(),
     baseServer: new ServerRec(0, false, 'test', 0),
     ...over,
+    connConfig: over.connConfig ?? [],
   };
   return c as ConnRec;
 }

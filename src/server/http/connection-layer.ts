@@ -1,0 +1,62 @@
+// What runs below HTTP on a connection (httpd's pre_connection hook, where mod_ssl puts its
+// filters): a module registers a layer in the provider group "connection_layer", and every
+// accepted connection passes through it before an HttpConnection reads it. The layer may
+// leave the socket as it is, or hand over another transport later (a TLS socket once the
+// handshake is done) with state of its own for the connection (httpd's c->conn_config), or
+// close it. Every module's request hooks then run unchanged over whatever carried the bytes.
+
+import type * as net from 'node:net';
+import type { Transport } from './tcp-stream.js';
+import type { ServerRec } from '../server-rec.js';
+import type { ConnRec } from '../request/request.js';
+import type { Runtime } from '../runtime.js';
+import type { ConfigContext } from '../config/context.js';
+
+/** The provider: a layer for one configuration generation, or null when it has nothing to do. */
+export interface ConnectionLayerProvider {
+  open(ctx: ConfigContext): ConnectionLayer | null;
+}
+
+export interface ConnectionLayer {
+  /** Whether connections to this local port need a net.Socket (a layer that wraps the socket
+   *  cannot run on accept.ts's handle-driven TcpStream). Asked once per listening socket. */
+  wantsSocket(port: number): boolean;
+  /**
+   * An accepted connection whose base server (by address) is `base`. Returns false to leave it
+   * alone (plain HTTP); true when the layer took it: it then calls `serve` once with the
+   * transport HTTP reads and an initialiser for the connection record, or closes the socket.
+   */
+  accept(sock: net.Socket, base: ServerRec, serve: (t: Transport, init: (c: ConnRec) => void) => void): boolean;
+}
+
+declare module '../module.js' {
+  interface ProviderGroups {
+    connection_layer: ConnectionLayerProvider;
+  }
+}
+
+/**
+ * Runs an accepted socket through the loaded connection layers (mod_ssl's), then `serve`s it:
+ * at once for a plain connection, after the handshake for a TLS one. `init` sets up the
+ * connection record the layer asked for, once the HTTP connection exists.
+ */
+export function acceptThroughLayers(rt: Runtime, sock: Transport, serve: (t: Transport, init: ((c: ConnRec) => void) | null) => void): void {
+  const layers = rt.connectionLayers;
+  if (layers.length > 0 && isNetSocket(sock)) {
+    const local = sock.localAddress ?? '';
+    const candidates = rt.vhosts.candidates(local.startsWith('::ffff:') ? local.slice(7) : local, sock.localPort ?? 0);
+    const base = candidates[0] ?? rt.mainServer;
+    for (const l of layers) if (l.accept(sock, base, serve)) return;
+  }
+  serve(sock, null);
+}
+
+/** Whether any layer wants net.Sockets on this port (accept.ts's shared reads are then off). */
+export function layersWantSocket(rt: Runtime, port: number): boolean {
+  for (const l of rt.connectionLayers) if (l.wantsSocket(port)) return true;
+  return false;
+}
+
+function isNetSocket(t: Transport): t is Transport & net.Socket {
+  return typeof (t as Partial<net.Socket>).unshift === 'function' && typeof (t as Partial<net.Socket>).setTimeout === 'function';
+}
