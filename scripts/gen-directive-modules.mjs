@@ -1,7 +1,8 @@
-// Generates src/upgrade/directive-modules.ts: which httpd 2.4 module provides each directive,
+// Generates src/server/config/directive-modules.ts: which httpd 2.4 module provides each directive,
 // read from the reference manual the apache2-doc package installs (one fact per directive:
 // its name and the "Module:" line of its description). The upgrade assistant uses it to load
-// the modules a 2.4 configuration needs. Run: node scripts/gen-directive-modules.mjs
+// the modules a 2.4 configuration needs; the configuration reader to name the module an
+// unknown directive needs (src/server/config/remedies.ts). Run: node scripts/gen-directive-modules.mjs
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
@@ -30,5 +31,5 @@ export const DIRECTIVE_MODULES: Readonly<Record<string, string>> = {
 ${lines.join('\n')}
 };
 `;
-fs.writeFileSync(new URL('../src/upgrade/directive-modules.ts', import.meta.url), text);
+fs.writeFileSync(new URL('../src/server/config/directive-modules.ts', import.meta.url), text);
 process.stdout.write(`${out.size} directives\n`);

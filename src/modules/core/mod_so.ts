@@ -12,6 +12,8 @@ import {
   type ModuleDecl, type AnyModuleHandle,
 } from '../../server/module.js';
 import { APLOG_DEBUG, APLOG_WARNING, APLOG_NOTICE } from '../../server/log/levels.js';
+import { ConfigError } from '../../server/config/errors.js';
+import { MODULE_DIR_SCRATCH, apacheModuleName } from '../../server/config/remedies.js';
 
 type Cmd = CmdParms<undefined, undefined>;
 
@@ -32,11 +34,20 @@ function loadModule(cmd: Cmd, name: string, file: string): string | undefined {
     ctx.log('so', APLOG_WARNING, `AH01574: module ${name} is already loaded, skipping`);
     return undefined;
   }
+  // The remedies' LoadModule lines use the directory this configuration loads modules from.
+  ctx.getScratch<{ dir: string | undefined }>(MODULE_DIR_SCRATCH, () => ({ dir: undefined })).dir = path.dirname(file);
   const mod = cat.find(name);
   if (!mod) {
     const full = ctx.serverRootRelative(file);
     if (!fs.existsSync(full)) return `Cannot load ${file} into server: ${full}: cannot open shared object file: No such file or directory`;
-    return `Can't locate API module structure \`${name}' in file ${full}: plume has no module of that name`;
+    // The read goes on, so that the error names every module plume does not have (spec 7.1).
+    const error = new ConfigError(cmd.file, cmd.line, `Can't locate API module structure \`${name}' in file ${full}: plume has no module of that name`, 'read');
+    const where = ctx.deferredErrors.length === 0 ? '' : ` (line ${cmd.line} of ${cmd.file})`;
+    ctx.deferredErrors.push({
+      error,
+      remedy: `Remedy: plume does not have ${apacheModuleName(name)} yet${where}: remove its LoadModule line, and keep what uses it inside <IfModule ${name}>`,
+    });
+    return undefined;
   }
   if (mod.decl.apiVersion !== MODULE_API_VERSION) {
     return `Module ${name} in ${file} was built for plume module API ${mod.decl.apiVersion}, but this server provides API ${MODULE_API_VERSION}; rebuild the module for this version`;

@@ -7,7 +7,8 @@
 
 import * as fs from 'node:fs';
 import * as os from 'node:os';
-import { ConfigError, StartupError } from './errors.js';
+import { ConfigError, StartupError, UnknownDirectiveError } from './errors.js';
+import { unknownDirectiveRemedies, type UnknownDirective } from './remedies.js';
 import { parseConfig, type ConfigNode } from './tree.js';
 import { ArgCursor, resolveVariables } from './lexer.js';
 import { CmdParms, type WalkScope } from './cmd.js';
@@ -75,15 +76,36 @@ function readScope(ctx: ConfigContext): WalkScope {
   };
 }
 
+function shownName(n: ExpandedNode): string {
+  return n.source.kind === 'section' ? '<' + n.name : n.name;
+}
+
+/** Every directive of an expanded tree no loaded module provides, in order (the children of
+ *  an unknown section are not looked at: httpd would not get there). */
+function unknownDirectives(ctx: ConfigContext, nodes: readonly ExpandedNode[], out: UnknownDirective[] = []): UnknownDirective[] {
+  for (const n of nodes) {
+    if (!lookupDirective(ctx, n, n.name)) {
+      out.push({ shown: shownName(n), file: n.file, line: n.line });
+      continue;
+    }
+    if (n.children) unknownDirectives(ctx, n.children, out);
+  }
+  return out;
+}
+
+/** The first deferred read error, with the remedies of all of them. */
+function deferredFailure(ctx: ConfigContext): ConfigError | undefined {
+  const [first] = ctx.deferredErrors;
+  if (first === undefined) return undefined;
+  first.error.remedy = [...new Set(ctx.deferredErrors.map((d) => d.remedy))];
+  return first.error;
+}
+
 /** Phase 2: invoke directives in a scope. Throws ConfigError on the first error. */
 export function walkNodes(ctx: ConfigContext, nodes: readonly ExpandedNode[], scope: WalkScope): void {
   for (const n of nodes) {
     const d = lookupDirective(ctx, n, n.name);
-    if (!d) {
-      const shown = n.source.kind === 'section' ? '<' + n.name : n.name;
-      throw new ConfigError(n.file, n.line,
-        `Invalid command '${shown}', perhaps misspelled or defined by a module not included in the server configuration`, 'walk');
-    }
+    if (!d) throw new UnknownDirectiveError(n.file, n.line, shownName(n));
     if (d.spec.where & EXEC_ON_READ) continue;
     const cmd = makeCmd(ctx, n, d, scope, undefined);
     const err = invokeHandler(cmd, d, n);
@@ -264,6 +286,8 @@ export async function loadConfiguration(options: ConfigOptions, catalogue: Modul
   const main = parseConfig(text, options.configFile);
   trees.push(...expandNodes(ctx, main));
   cmdline(options.postDirectives);
+  const deferred = deferredFailure(ctx);
+  if (deferred !== undefined) throw deferred;
 
   // httpd refuses a configuration that loaded no MPM before it walks the tree.
   if (options.requireMpm === true && !ctx.loaded.some((m) => m.decl.name.startsWith('mpm_'))) {
@@ -278,10 +302,19 @@ export async function loadConfiguration(options: ConfigOptions, catalogue: Modul
     serverConfigOf(ctx, s, m);
     dirConfigOf(s.lookupDefaults, m, undefined);
   }
-  walkNodes(ctx, trees, {
-    server: s, vector: s.lookupDefaults, path: undefined, override: SERVER_OVERRIDE,
-    overrideOpts: 0, overrideList: null, parents: [], limited: undefined, htaccess: false,
-  });
+  try {
+    walkNodes(ctx, trees, {
+      server: s, vector: s.lookupDefaults, path: undefined, override: SERVER_OVERRIDE,
+      overrideOpts: 0, overrideList: null, parents: [], limited: undefined, htaccess: false,
+    });
+  } catch (e) {
+    // The remedy names every module the configuration misses, not only the first.
+    if (e instanceof UnknownDirectiveError) {
+      const others = unknownDirectives(ctx, trees).filter((u) => !(u.file === e.file && u.line === e.line));
+      e.remedy = unknownDirectiveRemedies(ctx, { shown: e.shown, file: e.file, line: e.line }, others);
+    }
+    throw e;
+  }
   fixupVirtualHosts(ctx);
   for (const m of ctx.loaded) {
     const err = m.decl.configHooks?.checkConfig?.(ctx);

@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import type { AnyModuleHandle, DirectiveSpec, ProviderGroupName, ProviderGroups } from '../module.js';
 import { ServerRec } from '../server-rec.js';
 import type { ModuleCatalogue as ModuleCatalogueRef } from './build.js';
+import type { DeferredError } from './errors.js';
 import { ErrorLog, formatDefault, type ErrorLogEntry } from '../log/error-log.js';
 import type { LogSink } from '../log/log-writer.js';
 import { APLOG_NOTICE, DEFAULT_LOG_LEVEL, levelFor, type LogLevelConfig } from '../log/levels.js';
@@ -102,6 +103,8 @@ export class ConfigContext {
   /** The startup log: stderr (or -E file) until the ErrorLog is open, as httpd does. */
   startupLog: ErrorLog;
   startupLogLevel: LogLevelConfig = DEFAULT_LOG_LEVEL;
+  /** Read-phase errors reported once the read is over (see DeferredError). */
+  readonly deferredErrors: DeferredError[] = [];
   /** Per-generation scratch space for modules (typed by the module that owns the key). */
   private readonly scratch = new Map<string, unknown>();
   private nextServerId = 1;

@@ -16,19 +16,42 @@ export class ConfigError extends Error {
     super(`${file}:${line}: ${detail}`);
   }
 
-  /** The text httpd prints on stderr for this error. */
+  /** The specification's remedies (section 7.1, src/server/config/remedies.ts): lines printed
+   *  after httpd's message, which stays as httpd prints it.
+   *  DIFFERENCE: httpd prints no remedy. */
+  remedy: readonly string[] = [];
+
+  /** The text httpd prints on stderr for this error (and the remedy lines after it). */
   format(argv0: string): string {
+    const more = this.remedy.length > 0 ? '\n' + this.remedy.join('\n') : '';
     if (this.phase === 'walk') {
-      return `AH00526: Syntax error on line ${this.line} of ${this.file}:\n${this.detail}`;
+      return `AH00526: Syntax error on line ${this.line} of ${this.file}:\n${this.detail}${more}`;
     }
-    return `${argv0}: Syntax error on line ${this.line} of ${this.file}: ${this.detail}`;
+    return `${argv0}: Syntax error on line ${this.line} of ${this.file}: ${this.detail}${more}`;
   }
 
   /** An error from an included file, wrapped by the Include line (httpd nests the framing). */
   wrapIn(file: string, line: number): ConfigError {
     if (this.phase === 'walk') return this;
-    return new ConfigError(file, line, `Syntax error on line ${this.line} of ${this.file}: ${this.detail}`, 'read');
+    const wrapped = new ConfigError(file, line, `Syntax error on line ${this.line} of ${this.file}: ${this.detail}`, 'read');
+    wrapped.remedy = this.remedy;
+    return wrapped;
   }
+}
+
+/** httpd's "Invalid command" for a directive no loaded module provides. */
+export class UnknownDirectiveError extends ConfigError {
+  constructor(file: string, line: number, readonly shown: string) {
+    super(file, line, `Invalid command '${shown}', perhaps misspelled or defined by a module not included in the server configuration`, 'walk');
+  }
+}
+
+/** A read-phase error that does not stop the read (a LoadModule of a module plume does not
+ *  have), so that one run names every such line: the first is reported once the read is over,
+ *  with every one's remedy. `error` is re-framed by each Include it was read through. */
+export interface DeferredError {
+  error: ConfigError;
+  readonly remedy: string;
 }
 
 /** A configuration problem that is not tied to a line (post-config checks). */

@@ -165,8 +165,10 @@ function include(optional: boolean) {
       }
       cmd.ctx.includes.push({ file: f, depth: includeDepth + 1, line: cmd.line });
       includeDepth++;
+      const deferred = cmd.ctx.deferredErrors.length;
       try {
         cmd.emit(cmd.expand(parseConfig(text, f)));
+        for (const d of cmd.ctx.deferredErrors.slice(deferred)) d.error = d.error.wrapIn(cmd.file, cmd.line);
       } catch (e) {
         if (e instanceof ConfigError) throw e.wrapIn(cmd.file, cmd.line);
         throw e;

@@ -14,11 +14,17 @@ import { dropsConnection } from '../http/keepalive.js';
 import { DEFAULT_LOG_LEVEL } from '../log/levels.js';
 import { decodeUrlPath } from '../http/uri.js';
 import { satisfies } from './satisfy.js';
+import { loadRemedy } from '../config/remedies.js';
 import { FilterError, type FilterInstance } from '../filters.js';
 
 function declDie(r: Request, status: number, phase: string): number {
   if (status === DECLINED) {
     r.log('core', APLOG_CRIT, `AH00025: configuration error:  couldn't ${phase}: ${r.uri}`);
+    // The specification's remedy (7.1): in 2.4 mod_authn_core decides how a user is checked.
+    // DIFFERENCE: httpd logs no remedy line.
+    if (phase === 'check user' && !r.rt.ctx.isLoaded('authn_core_module')) {
+      r.log('core', APLOG_CRIT, loadRemedy(r.rt.ctx, 'authn_core_module', 'AuthType and the check of the user'));
+    }
     return 500;
   }
   if (r.wantsLog('core', APLOG_TRACE3)) r.log('core', APLOG_TRACE3, `auth phase '${phase}' gave status ${status}: ${r.uri}`);

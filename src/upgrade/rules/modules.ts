@@ -6,7 +6,7 @@
 import type { Rule } from '../model.js';
 import { readBy24, textOf, words, type Ref, type Upgrade } from '../engine.js';
 import { conditionHolds, type ModelOptions } from '../scope.js';
-import { DIRECTIVE_MODULES } from '../directive-modules.js';
+import { DIRECTIVE_MODULES } from '../../server/config/directive-modules.js';
 
 /** httpd 2.2's standard modules (the modules/ tree of 2.2.x). */
 const STANDARD_22 = new Set([

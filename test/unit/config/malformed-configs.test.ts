@@ -24,6 +24,8 @@ interface Case {
   exit: number;
   /** stderr then stdout, line by line, as Apache printed them. */
   expected: string[];
+  /** The lines plume adds after Apache's: the specification's remedies (section 7.1). */
+  remedy?: string[];
 }
 
 const PREAMBLE = [
@@ -581,6 +583,7 @@ const CASES: Case[] = [
       'AH00526: Syntax error on line 8 of @ROOT@/httpd.conf:',
       'Invalid command \'Order\', perhaps misspelled or defined by a module not included in the server configuration',
     ],
+    remedy: ['Remedy: load mod_access_compat, which provides \'Order\': LoadModule access_compat_module /usr/lib/apache2/modules/mod_access_compat.so, or replace Order, Allow, Deny and Satisfy by 2.4\'s Require directives (mod_authz_core, mod_authz_host)'],
   },
   {
     name: 'require-without-authz-core',
@@ -590,6 +593,7 @@ const CASES: Case[] = [
       'AH00526: Syntax error on line 8 of @ROOT@/httpd.conf:',
       'Invalid command \'Require\', perhaps misspelled or defined by a module not included in the server configuration',
     ],
+    remedy: ['Remedy: load mod_authz_core, which provides \'Require\': LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so'],
   },
   {
     name: 'serveralias-outside-virtualhost',
@@ -658,7 +662,7 @@ for (const c of CASES) {
       const r = run(process.execPath, [PLUME_BIN, '-t', '-d', root, '-f', path.join(root, 'httpd.conf')], root);
       const actual = normaliseOutput(r.stderr + r.stdout, root);
       assert.doesNotMatch(actual, CRASH, `plume crashed:\n${actual}`);
-      const expected = c.expected.map((l) => l.split('@ARGV0@').join('plume')).join('\n') + '\n';
+      const expected = [...c.expected, ...(c.remedy ?? [])].map((l) => l.split('@ARGV0@').join('plume')).join('\n') + '\n';
       assert.equal(actual, expected);
       assert.equal(r.status, c.exit, 'exit code');
     } finally {
