@@ -29,6 +29,15 @@ interface Entry {
   seq: number;
 }
 
+/** The phase and module of every hook function, for plume explain's trace (read only when
+ *  a request carries a trace and a hook decides). */
+const hookOrigin = new WeakMap<object, { readonly phase: RequestHookName; readonly source: string }>();
+
+function traceHook(r: Request, fn: object, status: number): void {
+  const o = hookOrigin.get(fn);
+  if (o !== undefined) r.trace!.record('hook', { phase: o.phase, module: o.source, status });
+}
+
 /** Sorts every module's hooks once. */
 export function buildHookLists(modules: readonly AnyModuleHandle[]): HookLists {
   const lists = {} as HookLists;
@@ -43,6 +52,7 @@ export function buildHookLists(modules: readonly AnyModuleHandle[]): HookLists {
           ? { fn: reg as (r: Request) => MaybePromise<number | void>, order: HOOK_MIDDLE, pred: [], succ: [] }
           : { fn: reg.fn as (r: Request) => MaybePromise<number | void>, order: reg.order ?? HOOK_MIDDLE, pred: reg.predecessors ?? [], succ: reg.successors ?? [] };
         entries.push({ ...e, source: m.decl.source, seq: seq++ });
+        hookOrigin.set(e.fn, { phase: h, source: m.decl.source });
       }
     }
     lists[h] = entries.length ? topoSort(entries).map((e) => e.fn) : null;
@@ -69,12 +79,20 @@ function topoSort(entries: Entry[]): Entry[] {
 export function runFirst(list: HookLists[RequestHookName], r: Request): MaybePromise<number> {
   if (list === null) return DECLINED;
   for (let i = 0; i < list.length; i++) {
-    const v = list[i]!(r);
+    const fn = list[i]!;
+    const v = fn(r);
     if (typeof v !== 'number') {
       if (v === undefined) continue;
-      return v.then((res) => (res !== DECLINED && res !== undefined ? res : runFirst(list.slice(i + 1), r)));
+      return v.then((res) => {
+        if (res === DECLINED || res === undefined) return runFirst(list.slice(i + 1), r);
+        if (r.trace !== undefined) traceHook(r, fn, res);
+        return res;
+      });
     }
-    if (v !== DECLINED) return v;
+    if (v !== DECLINED) {
+      if (r.trace !== undefined) traceHook(r, fn, v);
+      return v;
+    }
   }
   return DECLINED;
 }
@@ -83,12 +101,20 @@ export function runFirst(list: HookLists[RequestHookName], r: Request): MaybePro
 export function runAll(list: HookLists[RequestHookName], r: Request): MaybePromise<number> {
   if (list === null) return OK;
   for (let i = 0; i < list.length; i++) {
-    const v = list[i]!(r);
+    const fn = list[i]!;
+    const v = fn(r);
     if (typeof v !== 'number') {
       if (v === undefined) continue;
-      return v.then((res) => (res !== OK && res !== DECLINED && res !== undefined ? res : runAll(list.slice(i + 1), r)));
+      return v.then((res) => {
+        if (res === OK || res === DECLINED || res === undefined) return runAll(list.slice(i + 1), r);
+        if (r.trace !== undefined) traceHook(r, fn, res);
+        return res;
+      });
     }
-    if (v !== OK && v !== DECLINED) return v;
+    if (v !== OK && v !== DECLINED) {
+      if (r.trace !== undefined) traceHook(r, fn, v);
+      return v;
+    }
   }
   return OK;
 }

@@ -79,12 +79,17 @@ export interface Phase {
 }
 
 export interface Decision {
-  /** The final status; null when access is granted and the handler decides. */
+  /** The final status; null when access is granted and a handler explain does not run decides. */
   readonly status: number | null;
   readonly statusLine: string;
+  /** Access granted and the request served (the final status, when known, below 300). */
   readonly granted: boolean;
   /** Who decided, in a few words. */
   readonly by: string;
+  /** The phase and the module that produced the final status (translate name [mod_alias],
+   *  handler [mod_autoindex]...), when a hook did. */
+  readonly phase: string | undefined;
+  readonly module: string | undefined;
   readonly reason: string;
   /** Response headers the decision sets (WWW-Authenticate). */
   readonly headers: readonly [string, string][];
@@ -314,12 +319,63 @@ function mergedEntries(run: ExplainRun, src: Sources): MergedEntry[] {
   return out;
 }
 
+/** The phases as an operator reads them (httpd's hook names). */
+const PHASE_NAMES: Readonly<Record<string, string>> = {
+  postReadRequest: 'post-read request', translateName: 'translate name', mapToStorage: 'map to storage',
+  headerParser: 'header parser', accessChecker: 'access checker', accessCheckerEx: 'authorization without a user (access_checker_ex)',
+  checkUserId: 'authentication', authChecker: 'authorization (auth_checker)', typeChecker: 'type checker', fixups: 'fixups',
+  handler: 'handler', insertFilter: 'insert filter', logTransaction: 'log transaction', insertErrorFilter: 'insert error filter',
+};
+
+/** "mod_alias.c" -> "mod_alias"; the core's hooks are "core". */
+function moduleName(source: string): string {
+  const b = source.replace(/\.c$/, '');
+  return b === 'http_core' || b === 'core' ? 'core' : b;
+}
+
+/** Hook events the access-control part of the report already shows in its own words. */
+function shownByAccess(e: { phase: string; module: string }): boolean {
+  const m = moduleName(e.module);
+  return (e.phase === 'accessChecker' && m === 'mod_access_compat')
+    || ((e.phase === 'accessCheckerEx' || e.phase === 'authChecker') && m === 'mod_authz_core')
+    || e.phase === 'checkUserId';
+}
+
+/** The hook that produced a status (the last one that gave it), if one did. */
+function producer(run: ExplainRun, status: number): { phase: string; module: string } | undefined {
+  for (let i = run.events.length - 1; i >= 0; i--) {
+    const e = run.events[i]!;
+    if (e.kind === 'hook' && e.event.status === status) return { phase: PHASE_NAMES[e.event.phase] ?? e.event.phase, module: moduleName(e.event.module) };
+  }
+  return undefined;
+}
+
+/** The AH message the producing module logged for the request, if any. */
+function loggedReason(run: ExplainRun, module: string): string | undefined {
+  const tag = module.replace(/^mod_/, '');
+  for (let i = run.errorLog.length - 1; i >= 0; i--) {
+    const l = run.errorLog[i]!;
+    if (!l.includes(`[${tag}:`)) continue;
+    const m = /\] (AH\d{5}: .*)$/.exec(l);
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
 function phasesOf(run: ExplainRun): Phase[] {
   const out: Phase[] = [];
   const r = run.r;
   const any = run.stage === 'lifecycle' && satisfies(r) === 'any';
   let sawAfter = false;
   for (const e of run.events) {
+    if (e.kind === 'hook') {
+      if (shownByAccess(e.event)) continue;
+      const st = e.event.status;
+      let outcome = hookStatus(st);
+      if (e.event.phase === 'handler' && st === OK) outcome = `OK (${statusLine(r.status).trim()})`;
+      out.push({ phase: PHASE_NAMES[e.event.phase] ?? e.event.phase, module: moduleName(e.event.module), outcome });
+      continue;
+    }
     if (e.kind === 'access_compat') {
       let outcome = e.event.order === undefined ? 'OK (no Order/Allow/Deny rules)' : e.event.granted ? `OK (Order ${e.event.order}: allowed)` : `403 (Order ${e.event.order}: denied)`;
       if (any && e.event.order !== undefined) outcome += e.event.granted ? '; Satisfy Any: enough on its own' : '; Satisfy Any: authentication and Require may still grant';
@@ -359,17 +415,42 @@ function decisionOf(run: ExplainRun, phases: readonly Phase[]): Decision {
   const difference = lastDecision?.kind === 'authz_decision' && lastDecision.event.compatPrecedence
     ? 'specification 5.2 rule 5 / table 5.4: the Order/Allow/Deny rules decide over the Require lines here; Apache 2.4.71 would also apply the Require lines (see docs/differences.md)'
     : undefined;
+  const location = r.headersOut.get('Location') ?? r.errHeadersOut.get('Location');
+  if (location !== undefined) headers.push(['Location', location]);
   if (run.status === OK) {
-    const hs = handlerStatus(run);
+    const h = run.handler;
+    if (h !== undefined && 'status' in h) {
+      // Access was granted; the handler phase produced the final status.
+      const st = h.status;
+      const p = producer(run, st) ?? (st === 200 ? producer(run, OK) : undefined);
+      const logged = p ? loggedReason(run, p.module) : undefined;
+      const by = p ? `${p.module} (${p.phase})` : 'the handler';
+      const reason = st < 300
+        ? `access granted; ${p ? `the ${p.phase} phase [${p.module}]` : 'the handler'} serves the request`
+        : `access granted, then ${p ? `the ${p.phase} phase [${p.module}]` : 'the handler'} answered ${st}${logged ? `: ${logged}` : ''}`;
+      return { status: st, statusLine: statusLine(st).trim(), granted: st < 300, by, phase: p?.phase, module: p?.module, reason, headers, difference };
+    }
+    const hs = h !== undefined && 'notRun' in h ? null : handlerStatus(run);
     return {
-      status: hs, statusLine: hs !== null ? statusLine(hs).trim() : 'granted', granted: true,
-      by: phases.length ? phases[phases.length - 1]!.module : 'no access control',
-      reason: `access granted; ${handlerOutlook(run)}`, headers, difference,
+      status: hs, statusLine: hs !== null ? statusLine(hs).trim() : 'granted', granted: hs === null || hs < 300,
+      by: phases.length ? phases[phases.length - 1]!.module : 'no access control', phase: undefined, module: undefined,
+      reason: `access granted; ${h !== undefined && 'notRun' in h ? `handler "${h.notRun}" answers (explain does not run it: it would reach another program or server)` : handlerOutlook(run)}`, headers, difference,
     };
   }
   const st = run.status;
   let by = 'core';
   let reason: string;
+  const made = producer(run, st);
+  if (made !== undefined && run.stage === 'lifecycle' && !['access checker', 'authentication', 'authorization (auth_checker)', 'authorization without a user (access_checker_ex)'].includes(made.phase)) {
+    // A phase outside access control ended the request (a Redirect at translation, mod_dir's
+    // trailing-slash redirect in fixups, a 404 from map to storage...).
+    const logged = loggedReason(run, made.module);
+    const what = st >= 300 && st < 400 && location !== undefined ? `redirect to ${location}` : logged ?? statusLine(st).trim();
+    return {
+      status: st, statusLine: statusLine(st).trim(), granted: false, by: `${made.module} (${made.phase})`, phase: made.phase, module: made.module,
+      reason: `the ${made.phase} phase [${made.module}] answered ${st}: ${what}`, headers, difference,
+    };
+  }
   if (run.stage === 'request') {
     reason = 'the request was refused while it was read, before any configuration section applied';
   } else if (compat?.kind === 'access_compat' && !compat.event.granted && st === 403 && lastDecision === undefined) {
@@ -392,7 +473,8 @@ function decisionOf(run: ExplainRun, phases: readonly Phase[]): Decision {
   } else {
     reason = 'see the error log';
   }
-  return { status: st, statusLine: statusLine(st).trim(), granted: false, by, reason, headers, difference };
+  const phase = by === 'mod_access_compat' ? 'access checker' : by === 'mod_authz_core' ? (lastDecision?.kind === 'authz_decision' && lastDecision.event.afterAuthn ? 'authorization (auth_checker)' : 'authorization without a user (access_checker_ex)') : st === 401 ? 'authentication' : undefined;
+  return { status: st, statusLine: statusLine(st).trim(), granted: false, by, phase, module: phase !== undefined ? by.replace(/^authentication.*/, authType(r) !== undefined ? `mod_auth_${authType(r)!.toLowerCase()}` : 'mod_authn_core') : undefined, reason, headers, difference };
 }
 
 /** After access is granted the handler decides; for a plain file it is the default handler's 200. */
@@ -525,7 +607,7 @@ export function renderText(rep: ExplainReport): string {
   out.push('');
 
   const d = rep.decision;
-  out.push(`Decision: ${d.statusLine} (${d.granted ? d.reason : `${d.by}: ${d.reason}`})`);
+  out.push(`Decision: ${d.statusLine} (${d.granted || d.phase !== undefined && d.reason.startsWith('access granted') ? d.reason : `${d.by}: ${d.reason}`})`);
   for (const [n, v] of d.headers) out.push(`  ${n}: ${v}`);
   if (d.difference !== undefined) out.push(`  DIFFERENCE: ${d.difference}`);
   out.push('');

@@ -9,7 +9,7 @@ import type { ConfigContext, ConfigOptions } from '../../server/config/context.j
 import { catalogue } from '../../modules/index.js';
 import { Runtime } from '../../server/runtime.js';
 import { Request, type ConnRec, type ExplainTrace, type TraceEvents } from '../../server/request/request.js';
-import { processRequestInternal } from '../../server/request/lifecycle.js';
+import { invokeHandler, processRequestInternal } from '../../server/request/lifecycle.js';
 import type { Wire } from '../../server/http/wire.js';
 import type { ServerRec } from '../../server/server-rec.js';
 import { ErrorLog } from '../../server/log/error-log.js';
@@ -22,7 +22,7 @@ import { globals } from '../../server/core/globals.js';
 import { newRequestTarget, parseRequestLine, fixHostname, isHttpScheme } from '../../server/http/protocol.js';
 import { decodeUrlPath } from '../../server/http/uri.js';
 import { runAll } from '../../server/hooks.js';
-import { OK } from '../../server/module.js';
+import { DONE, OK } from '../../server/module.js';
 
 /** What to explain: the command line's request. */
 export interface ExplainRequest {
@@ -57,6 +57,9 @@ export interface ExplainRun {
   readonly uri: string;
   /** Where the request stopped before the lifecycle (bad request line, URL or Host). */
   readonly stage: 'lifecycle' | 'request';
+  /** Access granted: what the handler phase did — the status it ends with, or, for a handler
+   *  explain does not run (one that would reach other servers or programs), its name. */
+  readonly handler: { readonly status: number } | { readonly notRun: string } | undefined;
   readonly events: readonly TraceEntry[];
   /** Error-log lines the request made (the server's own format, in memory). */
   readonly errorLog: readonly string[];
@@ -167,8 +170,9 @@ async function runOn(ctx: ConfigContext, req: ExplainRequest, errors: MemorySink
   r.startMicros = nowMicros();
   r.trace = trace;
   let uri = '';
+  let handler: ExplainRun['handler'];
   const done = (status: number, stage: ExplainRun['stage']): ExplainRun =>
-    ({ ctx, r, uri, status, stage, events, errorLog: errors.lines, startup: startup.lines });
+    ({ ctx, r, uri, status, stage, handler, events, errorLog: errors.lines, startup: startup.lines });
 
   // What the connection does with a request it has read (connection.ts): the request line,
   // the headers, Host and the virtual host, post_read_request, the URL path.
@@ -213,7 +217,25 @@ async function runOn(ctx: ConfigContext, req: ExplainRequest, errors: MemorySink
     r.log('core', 3, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
     status = 500;
   }
+  if (status === OK) handler = await runHandler(rt, r);
   return done(status, 'lifecycle');
+}
+
+/** Handlers explain runs: the ones that answer from the file system and the server's own
+ *  state. Others (CGI, proxies, scripts) would reach programs or other servers. */
+const SAFE_HANDLERS = new Set(['default-handler', 'httpd/unix-directory', 'server-status', 'server-info', 'type-map', 'send-as-is']);
+
+/** The handler phase, on the in-memory connection (what it writes goes nowhere). */
+async function runHandler(rt: Runtime, r: Request): Promise<ExplainRun['handler']> {
+  if (r.handler !== undefined && !SAFE_HANDLERS.has(r.handler)) return { notRun: r.handler };
+  let st: number;
+  try {
+    st = await invokeHandler(rt, r);
+  } catch (e) {
+    r.log('core', 3, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
+    st = 500;
+  }
+  return { status: st === OK || st === DONE ? r.status : st };
 }
 
 /** An absolute http(s) URL, or a path (then for the main server's name), split as a client

@@ -123,7 +123,7 @@ function typePhase(rt: Runtime, r: Request): MaybePromise<number> {
 /** Runs the handler (httpd's ap_invoke_handler). Without a configured handler the content
  *  type (without parameters) names it; the configured value is put back afterwards, so %R
  *  logs only a handler that was set. */
-function invokeHandler(rt: Runtime, r: Request): MaybePromise<number> {
+export function invokeHandler(rt: Runtime, r: Request): MaybePromise<number> {
   return then(runVoid(rt.hooks.insertFilter, r), () => {
     addConfiguredFilters(rt, r);
     const oldHandler = r.handler;

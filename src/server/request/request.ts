@@ -21,6 +21,9 @@ export interface TraceEvents {
   /** The directory walk read a .htaccess file: merged (status OK) or refused (the status the
    *  request fails with); `at` is r.matchedSections.length then. */
   htaccess: { readonly file: string; readonly at: number; readonly status: number };
+  /** A hook gave a result that decides its phase: run-first hooks any result but DECLINED,
+   *  run-all hooks anything but OK and DECLINED. `module` is the module's source name. */
+  hook: { readonly phase: string; readonly module: string; readonly status: number };
 }
 
 /** The recorder behind `plume explain`: absent when serving, so every report point costs

@@ -207,3 +207,49 @@ test('the command line: text and JSON output, usage errors', () => {
   assert.equal(unreadable.status, 1);
   assert.match(unreadable.stderr, /Could not open configuration file/);
 });
+
+test('explain follows the request past access control: the phase and module of the final status, as the server answers (issue 19 item 14)', async () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-explain-'));
+  fs.chmodSync(root, 0o755);
+  const port = await freePort();
+  fs.mkdirSync(path.join(root, 'htdocs', 'noindex'), { recursive: true });
+  fs.mkdirSync(path.join(root, 'htdocs', 'dir'), { recursive: true });
+  fs.mkdirSync(path.join(root, 'logs'));
+  fs.writeFileSync(path.join(root, 'htdocs', 'dir', 'index.html'), 'hi\n');
+  fs.writeFileSync(path.join(root, 'httpd.conf'), [
+    `ServerRoot "${root}"`, `Listen 127.0.0.1:${port}`,
+    'LoadModule mpm_event_module modules/mod_mpm_event.so', 'LoadModule authz_core_module modules/mod_authz_core.so',
+    'LoadModule dir_module modules/mod_dir.so', 'LoadModule alias_module modules/mod_alias.so',
+    'LoadModule autoindex_module modules/mod_autoindex.so', 'LoadModule mime_module modules/mod_mime.so',
+    'ServerName localhost', `DocumentRoot "${root}/htdocs"`, 'ErrorLog logs/error_log', 'TypesConfig /etc/mime.types',
+    `<Directory "${root}/htdocs">`, '    Require all granted', '    Options -Indexes', '</Directory>',
+    'DirectoryIndex index.html', 'Redirect /old http://example.test/new', '',
+  ].join('\n'));
+  const proc = spawn(process.execPath, [PLUME, '-X', '-d', root, '-f', path.join(root, 'httpd.conf')], { stdio: 'ignore' });
+  const s: Served = { root, port, proc };
+  servers.push(s);
+  assert.ok(await waitFor(() => canConnect(port), 10000), 'plume did not start');
+  const want: [string, number, string | undefined, string | undefined, RegExp][] = [
+    ['/noindex/', 403, 'handler', 'mod_autoindex', /AH01276: Cannot serve directory .*\/noindex\/: No matching DirectoryIndex \(index\.html\) found, and server-generated directory index forbidden by Options directive/],
+    ['/missing.html', 404, 'handler', 'core', /the handler phase \[core\] answered 404/],
+    ['/old/x', 302, 'translate name', 'mod_alias', /redirect to http:\/\/example\.test\/new\/x/],
+    ['/dir', 301, 'fixups', 'mod_dir', /redirect to http:\/\/localhost(:\d+)?\/dir\//],
+    ['/dir/index.html', 200, 'handler', 'core', /serves the request/],
+  ];
+  for (const [p, status, phase, module, reason] of want) {
+    const served = await ask(s, { path: p });
+    assert.equal(served.status, status, `${p}: the server`);
+    const rep = await explain(s, { path: p });
+    assert.equal(rep.decision.status, served.status, `${p}\n${renderText(rep)}`);
+    assert.equal(rep.decision.phase, phase, p);
+    assert.equal(rep.decision.module, module, p);
+    assert.match(rep.decision.reason, reason, p);
+    assert.equal(rep.decision.granted, status === 200, p);
+    assert.notEqual(rep.decision.statusLine, 'granted', p);
+    assert.deepEqual(rep.errorLog.map(norm), served.errorLog.map(norm), `${p}: error log`);
+    if (status === 301 || status === 302) assert.ok(rep.decision.headers.some(([n]) => n === 'Location'), p);
+  }
+  const text = renderText(await explain(s, { path: '/noindex/' }));
+  assert.match(text, /^  handler \[mod_autoindex\]: 403 Forbidden$/m);
+  assert.match(text, /^Decision: 403 Forbidden \(access granted, then the handler phase \[mod_autoindex\] answered 403: AH01276: /m);
+});
