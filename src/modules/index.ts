@@ -41,6 +41,7 @@ import authBasic from './aaa/mod_auth_basic.js';
 import reqtimeout from './filters/mod_reqtimeout.js';
 import filter from './filters/mod_filter.js';
 import deflate from './filters/mod_deflate.js';
+import brotli from './filters/mod_brotli.js';
 import substitute from './filters/mod_substitute.js';
 import bucketeer from './debugging/mod_bucketeer.js';
 import expires from './metadata/mod_expires.js';
@@ -58,7 +59,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(substitute), h(bucketeer), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
+  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(bucketeer), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
   h(caseFilter), h(caseFilterIn),
 ];
 

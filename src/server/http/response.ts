@@ -172,6 +172,22 @@ function chunked(r: Request): boolean {
   return (r as Request & { chunked?: boolean }).chunked === true;
 }
 
+/** fixup_vary: the Vary fields' names, each once (first spelling kept), comma-joined. */
+function fixupVary(out: HeaderTable): void {
+  const seen = new Set<string>();
+  const names: string[] = [];
+  for (const v of out.getAll('Vary')) {
+    for (const n of v.split(/[,\s]+/)) {
+      if (n === '') continue;
+      const k = n.toLowerCase();
+      if (seen.has(k)) continue;
+      seen.add(k);
+      names.push(n);
+    }
+  }
+  if (names.length > 0) out.set('Vary', names.join(','));
+}
+
 /** Serialises the status line and headers (ap_http_header_filter / ap_set_keepalive). */
 function writeHead(r: Request): void {
   r.headersSent = true;
@@ -183,6 +199,15 @@ function writeHead(r: Request): void {
   r.headersOut = out;
   if (status === 304 || status === 204) stripHeaderOnlyResponse(r);
   if (r.notes.has('no-etag')) out.unset('ETag');
+  // force-no-vary drops Vary and answers as HTTP/1.0; otherwise each field name appears once
+  // in Vary (httpd's fixup_vary: filters that each add Accept-Encoding say it once).
+  if (r.subprocessEnv.size > 0 && r.subprocessEnv.has('force-no-vary')) {
+    out.unset('Vary');
+    r.protoNum = 1000;
+    r.subprocessEnv.set('force-response-1.0', '1');
+  } else if (out.has('Vary')) {
+    fixupVary(out);
+  }
   // httpd answers every version with HTTP/1.1, unless force-response-1.0 is set.
   let proto = 'HTTP/1.1';
   if (r.subprocessEnv.size > 0 && r.subprocessEnv.has('force-response-1.0')) { proto = 'HTTP/1.0'; c.keepAlive = false; }
