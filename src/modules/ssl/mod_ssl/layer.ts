@@ -67,17 +67,30 @@ function firstError(code: string, message: string): { n: number; text: string } 
   return { n: X509_ERRNO[code] ?? 0, text: message };
 }
 
-/**
- * Whether a TLS ClientHello (the first bytes of the connection) offers post-handshake
- * authentication (the post_handshake_auth extension, 49): httpd can then ask for a client
- * certificate later in a TLS 1.3 connection, and without it cannot (AH10158).
- */
-export function offersPha(b: Buffer): boolean {
+/** What the layer reads from a ClientHello before TLS takes it. */
+export interface HelloInfo {
+  /** It offers post-handshake authentication (post_handshake_auth, 49): httpd can then ask
+   *  for a client certificate later in a TLS 1.3 connection, and without it cannot (AH10158). */
+  readonly pha: boolean;
+  /** legacy_session_id (TLS 1.3 clients send a random one). */
+  readonly legacyId: Buffer | null;
+  /** The first PSK identity (pre_shared_key, 41): for a TLS 1.3 session this server stored
+   *  (SSLSessionTickets off: a stateful ticket), the session's id in the cache. */
+  readonly psk: Buffer | null;
+}
+
+/** Reads a ClientHello (the first bytes of the connection); what it cannot read is absent. */
+export function parseClientHello(b: Buffer): HelloInfo {
+  let pha = false;
+  let legacyId: Buffer | null = null;
+  let psk: Buffer | null = null;
   try {
     // Record header (5), handshake header (4), version (2), random (32).
-    if (b.length < 5 + 4 + 34 || b[0] !== 0x16 || b[5] !== 0x01) return false;
+    if (b.length < 5 + 4 + 34 || b[0] !== 0x16 || b[5] !== 0x01) return { pha, legacyId, psk };
     let at = 5 + 4 + 34;
-    at += 1 + b[at]!;                       // session id
+    const idLen = b[at]!;
+    if (idLen > 0 && idLen <= 32 && at + 1 + idLen <= b.length) legacyId = Buffer.from(b.subarray(at + 1, at + 1 + idLen));
+    at += 1 + idLen;
     at += 2 + b.readUInt16BE(at);           // cipher suites
     at += 1 + b[at]!;                       // compression methods
     const end = Math.min(b.length, at + 2 + b.readUInt16BE(at));
@@ -85,17 +98,23 @@ export function offersPha(b: Buffer): boolean {
     while (at + 4 <= end) {
       const type = b.readUInt16BE(at);
       const len = b.readUInt16BE(at + 2);
-      if (type === 49) return true;
+      if (type === 49) pha = true;
+      if (type === 41 && at + 6 <= end) {
+        const n = b.readUInt16BE(at + 6);
+        if (n > 0 && n <= 512 && at + 8 + n <= end) psk = Buffer.from(b.subarray(at + 8, at + 8 + n));
+      }
       at += 4 + len;
     }
-  } catch { /* a ClientHello cut short: no */ }
-  return false;
+  } catch { /* a ClientHello cut short: what was read */ }
+  return { pha, legacyId, psk };
 }
 
 export class TlsLayer implements ConnectionLayer {
   /** The tls.Server that carries the session cache events (it never listens). */
   private readonly sessions = new tls.Server();
   private readonly ports = new Set<number>();
+  /** PSK identities of TLS 1.3 ClientHellos being handshaken, by their legacy session id. */
+  private readonly pskByLegacyId = new Map<string, Buffer>();
 
   constructor(private readonly setup: LayerSetup) {
     for (const t of setup.servers.values()) {
@@ -110,7 +129,7 @@ export class TlsLayer implements ConnectionLayer {
     this.sessions.on('resumeSession', (id: Buffer, cb: (err: Error | null, data: Buffer | null) => void) => {
       const cache = setup.cache();
       if (cache === null) { cb(null, null); return; }
-      cache.retrieve(id).then((d) => cb(null, d), () => cb(null, null));
+      cache.retrieve(this.pskByLegacyId.get(id.toString('hex')) ?? id).then((d) => cb(null, d), () => cb(null, null));
     });
   }
 
@@ -141,7 +160,16 @@ export class TlsLayer implements ConnectionLayer {
         sock.resume();
         return;
       }
-      this.handshake(sock, base, first, serve, offersPha(chunk));
+      const hello = parseClientHello(chunk);
+      // TLS 1.3 resumption from the session cache: Node asks for the session by the legacy id,
+      // the session is found by the PSK identity (see the resumeSession listener).
+      let key: string | null = null;
+      if (hello.psk !== null && hello.legacyId !== null) {
+        key = hello.legacyId.toString('hex');
+        this.pskByLegacyId.set(key, hello.psk);
+        sock.once('close', () => this.pskByLegacyId.delete(key!));
+      }
+      this.handshake(sock, base, first, serve, hello.pha, () => { if (key !== null) this.pskByLegacyId.delete(key); });
     });
     return true;
   }
@@ -168,7 +196,7 @@ export class TlsLayer implements ConnectionLayer {
     return true;
   }
 
-  private handshake(sock: net.Socket, base: ServerRec, first: TlsServer, serve: (t: Transport, init: (c: ConnRec) => void) => void, pha: boolean): void {
+  private handshake(sock: net.Socket, base: ServerRec, first: TlsServer, serve: (t: Transport, init: (c: ConnRec) => void) => void, pha: boolean, done: () => void): void {
     let chosen = first;
     const local = normIp(sock.localAddress ?? '');
     const candidates = this.setup.candidates(local, sock.localPort ?? 0);
@@ -212,6 +240,7 @@ export class TlsLayer implements ConnectionLayer {
     });
     tsock.once('secure', () => {
       sock.setTimeout(0);
+      done();
       const sni = typeof tsock.servername === 'string' && tsock.servername !== '' ? tsock.servername : undefined;
       secure = true;
       const state = new SslConn(tsock, chosen.s, sni, chosen.cert, pha);
