@@ -13,6 +13,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import {
   ALL_SCENARIOS,
@@ -80,7 +81,7 @@ function serverLabel(name: ServerName, opts: Options): string {
 const USAGE = `usage: npm run bench -- [options]
   --servers LIST       apache,plume,plume-workers,nginx,bare
                        (default: all; nginx only if installed)
-  --scenarios LIST     1k,100k,404,auth,htaccess3,server-status,conn-per-request
+  --scenarios LIST     1k,100k,404,auth,htaccess3,server-status,conn-per-request,gzip-100k
                        (default: all)
   --connections LIST   wrk connection counts (default: 50,500)
   --duration S         seconds per timed run (default: 10)
@@ -767,6 +768,9 @@ async function probeWorkerMode(site: Site, opts: Options): Promise<string | null
   }
 }
 
+/** The files gzip scenarios must decompress to, read when the site is made. */
+const gzipOriginals = new Map<string, Buffer>();
+
 interface Verified {
   status: number;
   contentType: string;
@@ -850,6 +854,14 @@ async function verify(
   }
   for (const want of sc.bodyHas[name] ?? [])
     if (!v.text.includes(want)) problems.push(`body without "${want}"`);
+  if (sc.gzipOf !== undefined && gzipOriginals.has(sc.gzipOf)) {
+    if (String(v.headers['content-encoding'] ?? '') !== 'gzip') problems.push(`Content-Encoding "${String(v.headers['content-encoding'] ?? '')}", expected gzip`);
+    else {
+      let plain: Buffer | null = null;
+      try { plain = zlib.gunzipSync(Buffer.from(v.text, 'latin1')); } catch { /* reported below */ }
+      if (plain === null || !plain.equals(gzipOriginals.get(sc.gzipOf)!)) problems.push('the gzip body does not decompress to the file');
+    }
+  }
   if (sc.name === 'auth') {
     const anon = await httpGet(port, sc.urlPath, {});
     const challenge = String(anon.headers['www-authenticate'] ?? '');
@@ -1389,6 +1401,7 @@ async function main(): Promise<void> {
     write(`warning: the machine is not idle (${idleCheck.top}); figures will be noisy. Rerun when it is quiet.`);
 
   site = makeSite(opts.plumeBin, opts.scenarios.includes('auth'));
+  for (const sc of Object.values(SCENARIOS)) if (sc.gzipOf !== undefined) gzipOriginals.set(sc.gzipOf, fs.readFileSync(path.join(site.htdocs, sc.gzipOf)));
   write('scenarios:');
   for (const s of opts.scenarios) {
     const sc = SCENARIOS[s];

@@ -13,7 +13,7 @@ const APACHE_HTPASSWD = '/usr/bin/htpasswd';
 // ---------------------------------------------------------------- servers and scenarios
 
 export type ServerName = 'apache' | 'plume' | 'plume-workers' | 'nginx' | 'bare';
-export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'server-status' | 'conn-per-request';
+export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'server-status' | 'conn-per-request' | 'gzip-100k';
 
 export const ALL_SERVERS: readonly ServerName[] = ['apache', 'plume', 'plume-workers', 'nginx', 'bare'];
 
@@ -51,6 +51,8 @@ export interface Scenario {
   sameAsApache: boolean;
   /** text every server's body must contain (per server; others: not checked) */
   bodyHas: Partial<Record<ServerName, string[]>>;
+  /** the file under htdocs the gzip-coded body must decompress to (Content-Encoding: gzip) */
+  gzipOf?: string;
   /** one line for the start of the run */
   description: string;
 }
@@ -152,10 +154,24 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     bodyHas: {},
     description: "1 KB file, a new connection for every request ('Connection: close')",
   },
+  'gzip-100k': {
+    name: 'gzip-100k',
+    urlPath: '/gzip/100k.html',
+    status: 200,
+    file: null,
+    contentType: 'text/html',
+    headers: { 'Accept-Encoding': 'gzip' },
+    skip: ['bare'],
+    notEquivalent: {},
+    sameAsApache: false,
+    bodyHas: {},
+    gzipOf: 'gzip/100k.html',
+    description: '100 KB HTML page gzip-compressed on the way out (mod_deflate via AddOutputFilterByType; nginx gzip on), Accept-Encoding: gzip, keep-alive',
+  },
 };
 
 /** In the order of the report (not Object.keys: '404' would sort first as an integer key). */
-export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'server-status', 'conn-per-request'];
+export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'server-status', 'conn-per-request', 'gzip-100k'];
 
 /** Whether `server` takes part in `sc`. */
 export function runsScenario(sc: Scenario, server: ServerName): boolean {
@@ -185,6 +201,39 @@ function fixedHtml(size: number): Buffer {
   middle = middle.slice(0, size - head.length - tail.length);
   const b = Buffer.from(head + middle + tail, 'latin1');
   if (b.length !== size) throw new Error('internal: html size');
+  return b;
+}
+
+/** An HTML page of made-up words (fixed seed): text that compresses about as well as prose
+ *  does (a repeated phrase would cost a compressor almost nothing). */
+function wordyHtml(size: number): Buffer {
+  let x = 0x1b873593;
+  const rand = (n: number): number => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) % n;
+  };
+  const letters = 'etaoinshrdlcumwfgypbvkjxqz';
+  const words: string[] = [];
+  for (let i = 0; i < 2000; i++) {
+    let w = '';
+    const len = 2 + rand(8);
+    for (let j = 0; j < len; j++) w += letters[Math.min(rand(26), rand(26))];
+    words.push(w);
+  }
+  const head = '<!DOCTYPE html>\n<html><head><title>plume bench</title></head><body>\n';
+  const tail = '</body></html>\n';
+  let body = '';
+  while (head.length + body.length + tail.length < size) {
+    let p = '<p>';
+    const n = 20 + rand(60);
+    for (let i = 0; i < n; i++) p += (i ? ' ' : '') + words[rand(words.length)];
+    body += p + '.</p>\n';
+  }
+  body = body.slice(0, size - head.length - tail.length - 1) + '\n';
+  const b = Buffer.from(head + body + tail, 'latin1');
+  if (b.length !== size) throw new Error('internal: wordy html size');
   return b;
 }
 
@@ -256,6 +305,8 @@ export function makeSite(plumeBin: string, withAuth: boolean): Site {
   file('index.html', '<!DOCTYPE html>\n<p>plume bench</p>\n');
   dir('auth');
   file('auth/1k.html', html);
+  dir('gzip');
+  file('gzip/100k.html', wordyHtml(102400));
   dir('d1/d2/d3');
   file('d1/.htaccess', htaccess(1));
   file('d1/d2/.htaccess', htaccess(2));
@@ -325,6 +376,8 @@ LoadModule authz_user_module ${m}/mod_authz_user.so
 LoadModule mime_module ${m}/mod_mime.so
 LoadModule dir_module ${m}/mod_dir.so
 LoadModule headers_module ${m}/mod_headers.so
+LoadModule filter_module ${m}/mod_filter.so
+LoadModule deflate_module ${m}/mod_deflate.so
 ${withStatus ? `LoadModule status_module ${m}/mod_status.so` : '# (no status_module: this plume has no mod_status)'}
 
 ServerName 127.0.0.1
@@ -361,6 +414,11 @@ DirectoryIndex index.html
     AuthBasicProvider file
     AuthUserFile "${htpasswd}"
     Require valid-user
+</Directory>
+
+# gzip-100k: mod_deflate through mod_filter's AddOutputFilterByType
+<Directory "${site.htdocs}/gzip">
+    AddOutputFilterByType DEFLATE text/html
 </Directory>
 
 # htaccess3: d1, d1/d2 and d1/d2/d3 each hold a .htaccess
@@ -413,6 +471,11 @@ http {
         location /auth/ {
             auth_basic "${AUTH_REALM}";
             auth_basic_user_file ${htpasswd};
+        }
+        # gzip-100k: compressed on the way out, as mod_deflate does
+        location /gzip/ {
+            gzip on;
+            gzip_types text/html;
         }
         # htaccess3: nginx has no .htaccess; the file is served plainly
         # server-status: nginx's nearest equivalent (a much shorter page)
