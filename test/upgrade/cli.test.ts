@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { upgradeMain, type Io } from '../../src/upgrade/cli.js';
+import { catalogue } from '../../src/modules/index.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -137,10 +138,16 @@ test('the report names the modules plume cannot run yet, asked of the catalogue 
     process.chdir(prev);
   }
   assert.match(out, /note \[modules\.plume-support\] The upgraded configuration loads 1 module\(s\) plume cannot run yet: mod_ssl\./);
-  // As bin/plume runs it: the catalogue of this build.
-  const r = spawnSync(process.execPath, [path.join(REPO_ROOT, 'bin', 'plume'), 'upgrade', 'httpd.conf'], { cwd: root, encoding: 'utf8' });
-  assert.match(r.stdout, /\[modules\.plume-support\].*mod_ssl/);
-  assert.doesNotMatch(r.stdout, /plume cannot run yet: [^\n]*mod_mime/);
+  // As bin/plume runs it: the catalogue of this build, as it stands (helpers add modules).
+  const have = new Set(catalogue.all.map((m) => m.decl.name));
+  const lacking = ['lua_module', 'ldap_module', 'dav_module', 'imagemap_module', 'bucketeer_module'].find((m) => !have.has(m));
+  if (lacking !== undefined) {
+    const conf2 = `ServerRoot "${root}"\nLoadModule mpm_event_module modules/mod_mpm_event.so\nLoadModule ${lacking} modules/mod_x.so\nLoadModule mime_module modules/mod_mime.so\n`;
+    fs.writeFileSync(path.join(root, 'httpd.conf'), conf2);
+    const r = spawnSync(process.execPath, [path.join(REPO_ROOT, 'bin', 'plume'), 'upgrade', 'httpd.conf'], { cwd: root, encoding: 'utf8' });
+    assert.match(r.stdout, new RegExp(`\\[modules\\.plume-support\\].*mod_${lacking.replace(/_module$/, '')}`));
+    assert.doesNotMatch(r.stdout, /plume cannot run yet: [^\n]*mod_mime/);
+  }
   cleanup(root);
 });
 
