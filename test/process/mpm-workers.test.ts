@@ -137,7 +137,7 @@ test('the benchmark\'s worker-mode command line (-D FOREGROUND -c "StartServers 
   let srv: Running | undefined;
   try {
     srv = await startPlume(site, { workers: 3, args: ['-c', 'StartServers 3'] });
-    await sleep(300);
+    // startPlume waited for three workers accepting.
     assert.equal(srv.workers().length, 3);
     assert.equal(workersOf(srv.pid).length, childrenOf(srv.pid).length, 'no other child process');
   } finally {

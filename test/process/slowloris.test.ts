@@ -92,7 +92,7 @@ function lines(file: string): string[] {
 
 /** Waits (bounded) until `file` holds `n` more lines than `from`, and returns the new ones. */
 async function newLines(file: string, from: number, n: number): Promise<string[]> {
-  for (let i = 0; i < 100 && lines(file).length < from + n; i++) await sleep(30);
+  for (const deadline = Date.now() + 20000; lines(file).length < from + n && Date.now() < deadline;) await sleep(30);
   return lines(file).slice(from);
 }
 

@@ -198,7 +198,8 @@ function exchange(raw: string, end: boolean): Promise<Answer> {
 }
 
 async function waitListening(): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+  const deadline = Date.now() + 30000;
+  while (Date.now() < deadline) {
     const ok = await new Promise<boolean>((resolve) => {
       const s = net.connect(port, '127.0.0.1', () => { s.destroy(); resolve(true); });
       s.on('error', () => resolve(false));

@@ -292,11 +292,15 @@ describe('the same bytes on every route (bin/plume -X)', () => {
     if (server && server.exitCode === null) server.kill('SIGTERM');
   });
 
-  /** sendfile_nonblocking trace lines logged since `from` (bytes into the error log). */
-  async function traces(from: number): Promise<string[]> {
-    await new Promise((r) => setTimeout(r, 150)); // the error log is written asynchronously
-    const text = fs.readFileSync(path.join(root, 'logs/error_log'), 'latin1').slice(from);
-    return text.split('\n').filter((l) => l.includes('sendfile_nonblocking')).map((l) => l.replace(/^.*\] /, ''));
+  /** sendfile_nonblocking trace lines logged since `from` (bytes into the error log): the
+   *  error log is written asynchronously, so this polls (generous deadline) until `want`
+   *  lines are there, and returns them all. */
+  async function traces(from: number, want: number): Promise<string[]> {
+    const read = (): string[] => fs.readFileSync(path.join(root, 'logs/error_log'), 'latin1').slice(from)
+      .split('\n').filter((l) => l.includes('sendfile_nonblocking')).map((l) => l.replace(/^.*\] /, ''));
+    const deadline = Date.now() + 20000;
+    while (read().length < want && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    return read();
   }
   const logSize = (): number => fs.statSync(path.join(root, 'logs/error_log')).size;
 
@@ -322,7 +326,7 @@ describe('the same bytes on every route (bin/plume -X)', () => {
         if (cfg.sendfile) expected.push(...Array<string>(2).fill(`sendfile_nonblocking: ${want.length}/${want.length}`));
       }
     }
-    assert.deepEqual(await traces(from), expected);
+    assert.deepEqual(await traces(from, expected.length), expected);
   });
 
   test('ranges: single, open-ended, suffix and multiple ranges give the same bytes on every route', async () => {

@@ -240,6 +240,6 @@ test('piped logs: "|$command" through the shell', async () => {
   serve(ctx.mainServer, '/p');
   await flushed();
   await done(ctx);
-  for (let i = 0; i < 100 && readLines(out).length === 0; i++) await new Promise((res) => setTimeout(res, 20));
+  for (const deadline = Date.now() + 20000; readLines(out).length === 0 && Date.now() < deadline;) await new Promise((res) => setTimeout(res, 20));
   assert.deepEqual(readLines(out), ['/p piped']);
 });
