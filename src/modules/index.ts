@@ -27,6 +27,7 @@ import actions from './mappers/mod_actions.js';
 import unixd from './arch/unix/mod_unixd.js';
 import logConfig from './loggers/mod_log_config.js';
 import logio from './loggers/mod_logio.js';
+import logDebug from './loggers/mod_log_debug.js';
 import authnFile from './aaa/mod_authn_file.js';
 import authnDbm from './aaa/mod_authn_dbm.js';
 import authnCore from './aaa/mod_authn_core.js';
@@ -59,7 +60,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(bucketeer), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
+  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(bucketeer), h(logDebug), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
   h(caseFilter), h(caseFilterIn),
 ];
 

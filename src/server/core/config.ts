@@ -3,6 +3,9 @@
 
 import type { LogLevelConfig } from '../log/levels.js';
 import type { Section } from './sections.js';
+import { evalString, isFailure, type StringExpr } from '../../expr/index.js';
+import { APLOG_ERR } from '../log/levels.js';
+import type { Request } from '../request/request.js';
 
 // Options bits (httpd's OPT_*).
 export const OPT_NONE = 0;
@@ -52,7 +55,9 @@ export interface CoreDirConfig {
   /** ForceType / SetHandler; 'none' clears an inherited value. */
   forceType: string | undefined;
   handler: string | undefined;
-  errorDocuments: ReadonlyMap<number, string> | undefined;
+  /** ErrorDocument: a string expression per status (a message starts with '"'); null is
+   *  "default" (back to the built-in page). */
+  errorDocuments: ReadonlyMap<number, StringExpr | null> | undefined;
   limitRequestBody: number | undefined;
   limitXmlRequestBody: number | undefined;
   etagBits: number;
@@ -291,5 +296,17 @@ export function parseTimeout(s: string, defaultUnit: 's' | 'ms' = 's'): number |
     case 'mi': return n * 60000;
     case 'h': return n * 3600000;
   }
+  return undefined;
+}
+
+/** ap_response_code_string: the ErrorDocument for a status, evaluated for this request ('' for
+ *  "default", undefined for none or when the expression fails: AH02841). */
+export function errorDocumentFor(r: Request, status: number): string | undefined {
+  const e = coreDir(r)?.errorDocuments?.get(status);
+  if (e === undefined) return undefined;
+  if (e === null) return '';
+  const v = evalString(e, r);
+  if (!isFailure(v)) return v;
+  r.log('core', APLOG_ERR, `AH02841: core: ErrorDocument: can't evaluate require expression: ${v.error}`);
   return undefined;
 }

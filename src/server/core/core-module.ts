@@ -2,6 +2,7 @@
 // give a request its default behaviour (map the URL to DocumentRoot, walk directories and
 // files, serve static files).
 
+import { parseStringExprCmd } from '../../expr/index.js';
 import * as fs from 'node:fs';
 import { CmdParms, GLOBAL_ONLY, NOT_IN_HTACCESS, NOT_IN_LOCATION, NOT_IN_FILES, NOT_IN_DIR_LOC_FILE } from '../config/cmd.js';
 import {
@@ -356,7 +357,7 @@ function errorDocument(cmd: Cmd, code: string, msg: string): string | undefined 
   }
   const docs = new Map(cmd.dir.errorDocuments ?? []);
   if (msg.toLowerCase() === 'default') {
-    docs.set(n, '');
+    docs.set(n, null);
   } else {
     let what: 'msg' | 'local' | 'remote';
     if (/\s/.test(msg)) what = 'msg';
@@ -367,8 +368,10 @@ function errorDocument(cmd: Cmd, code: string, msg: string): string | undefined 
       cmd.log('core', 4, `AH00113: ${cmd.file}:${cmd.line} cannot use a full URL in a 401 ErrorDocument directive --- ignoring!`);
       return undefined;
     }
-    // A leading '"' marks a literal message, as httpd stores it.
-    docs.set(n, what === 'msg' ? '"' + msg : msg);
+    // A leading '"' marks a message, as httpd stores it; either form is a string expression.
+    const res = parseStringExprCmd(cmd, what === 'msg' ? '"' + msg : msg);
+    if (!res.ok) return `Cannot parse expression in ErrorDocument: ${res.error}`;
+    docs.set(n, res.expr);
   }
   cmd.dir.errorDocuments = docs;
   return undefined;

@@ -7,7 +7,7 @@ import type { Request } from '../request/request.js';
 import type { Brigade, Bucket, FilterInstance } from '../filters.js';
 import { linkChain, instantiate, insertFilter, endsResponse, EOS, FTYPE_CONTENT_SET, FTYPE_PROTOCOL, FTYPE_NETWORK, type FilterSpec } from '../filters.js';
 import { runVoid } from '../hooks.js';
-import { coreDir, coreServer } from '../core/config.js';
+import { coreDir, coreServer, errorDocumentFor } from '../core/config.js';
 import { globals } from '../core/globals.js';
 import { serverBanner } from '../version.js';
 import { getServerName, getServerPort } from '../core/server-name.js';
@@ -428,7 +428,7 @@ export function sendErrorResponse(rt: Runtime, r: Request, recursiveError: numbe
 function sendErrorBody(rt: Runtime, r: Request, location: string | undefined, recursiveError: number): MaybePromise<void> {
   const status = r.status;
   if (r.headerOnly) return passBrigade(rt, r, [EOS]);
-  const custom = coreDir(r).errorDocuments?.get(status);
+  const custom = errorDocumentFor(r, status);
   let body: string;
   if (custom && custom.startsWith('"') && !recursiveError) {
     body = custom.slice(1);

@@ -7,7 +7,7 @@ import { Request } from './request.js';
 import { DECLINED, DONE, OK, type MaybePromise } from '../module.js';
 import { runAll, runFirst, runVoid } from '../hooks.js';
 import { ifWalk, locationWalk, serverBase, type Merged } from './walk.js';
-import { coreDir } from '../core/config.js';
+import { coreDir, errorDocumentFor } from '../core/config.js';
 import { APLOG_CRIT, APLOG_ERR, APLOG_TRACE3 } from '../log/levels.js';
 import { sendErrorResponse, finalizeResponse, isValidStatus } from '../http/response.js';
 import { dropsConnection } from '../http/keepalive.js';
@@ -257,11 +257,7 @@ async function errorDocumentRedirect(rt: Runtime, r: Request, custom: string): P
   r.method = method;
 }
 
-export function errorDocumentFor(r: Request, status: number): string | undefined {
-  const docs = coreDir(r)?.errorDocuments;
-  if (!docs) return undefined;
-  return docs.get(status);
-}
+export { errorDocumentFor };
 
 // ---- internal redirects and subrequests ---------------------------------------------------
 
