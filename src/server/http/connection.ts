@@ -526,7 +526,9 @@ export class HttpConnection implements ConnRec, Wire {
       const total = nl + 1 - from;
       if (total > n && !(total === n + 1 && cr)) { rv = LN_NOSPC; end = from + n - 1; }
       else if (cr) end = nl - 1;
-      else if (crlf) { rv = LN_INVAL; end = nl + 1; }
+      // A bare LF is refused only after some text (ap_rgetline_core): an empty line ended
+      // by LF alone is an empty line, even under CRLF rules.
+      else if (crlf && nl > from) { rv = LN_INVAL; end = nl + 1; }
       else end = nl;
     }
     let text = buf.toString('latin1', from, end);
@@ -1131,11 +1133,27 @@ export class HttpConnection implements ConnRec, Wire {
         return piece;
       }
       for (;;) {
-        // chunk-size [ BWS ] [ ";" ext ] CRLF
-        let rv = conn.getLine(0, r.server.limitRequestFieldSize + 2, true);
+        // chunk-size [ BWS ] [ ";" ext ] CRLF, the whole line (CRLF included) at most
+        // LimitRequestFieldSize bytes: longer is 413, unless what came of it is already bad.
+        const lineMax = r.server.limitRequestFieldSize;
+        for (;;) {
+          const nl = conn.buf.indexOf(0x0a);
+          const len = nl >= 0 ? nl + 1 : conn.buf.length;
+          if (len > lineMax) {
+            const seen = conn.buf.toString('latin1', 0, Math.min(len, lineMax + 2)).replace(/\r?\n?$/, '');
+            if (parseChunkSize(seen) === -1) {
+              r.log('http', APLOG_INFO, 'AH01590: Error reading/parsing chunk  ', APR_EINVAL);
+              return fail(400);
+            }
+            r.log('http', APLOG_INFO, 'AH01590: Error reading/parsing chunk (overflow) ', APR_ENOSPC);
+            return fail(413);
+          }
+          if (nl >= 0 || !(await more())) break;
+        }
+        let rv = conn.getLine(0, lineMax + 2, true);
         while (rv === LN_MORE) {
           if (!(await more())) return cut();
-          rv = conn.getLine(0, r.server.limitRequestFieldSize + 2, true);
+          rv = conn.getLine(0, lineMax + 2, true);
         }
         if (rv === LN_EOF) return cut();
         conn.bytesIn += conn.lnNext;

@@ -165,6 +165,7 @@ function parseUri(r: Request, raw: string, t: RequestTarget): number {
   t.path = undefined;
   t.fragment = false;
   t.user = false;
+  if (r.method === 'CONNECT') return parseConnectTarget(r, raw, t);
   let uri = raw;
   let k = 0;
   while (uri.charCodeAt(k) === 0x2f && uri.charCodeAt(k + 1) === 0x2f) k++;
@@ -238,6 +239,33 @@ function parseUri(r: Request, raw: string, t: RequestTarget): number {
     r.hostname = hostname;
   }
   r.uri = path !== undefined ? path : r.method === 'OPTIONS' ? '*' : '/';
+  return OK;
+}
+
+/** CONNECT's target is host:port (apr_uri_parse_hostinfo: the port is required and all
+ *  digits, an IPv6 host in brackets); the path is then "/". */
+function parseConnectTarget(r: Request, raw: string, t: RequestTarget): number {
+  let colon: number;
+  let host: string;
+  if (raw.charCodeAt(0) === 0x5b) {
+    const rb = raw.indexOf(']');
+    if (rb < 0 || raw.charCodeAt(rb + 1) !== 0x3a) return uriFailed(r, raw, t);
+    colon = rb + 1;
+    host = raw.slice(1, rb);
+  } else {
+    colon = raw.indexOf(':');
+    if (colon < 0) return uriFailed(r, raw, t);
+    host = raw.slice(0, colon);
+  }
+  const ps = raw.slice(colon + 1);
+  if (!/^\s*[+-]?[0-9]+$/.test(ps)) return uriFailed(r, raw, t);
+  t.portStr = ps;
+  r.parsedPort = Number.parseInt(ps, 10) & 0xffff;
+  t.path = undefined;
+  t.hostFromUri = true;
+  r.hostname = host;
+  r.args = undefined;
+  r.uri = '/';
   return OK;
 }
 
@@ -452,7 +480,10 @@ export function parseChunkSize(line: string): number {
   while (i < L && isHexDigit(line.charCodeAt(i))) i++;
   const digits = i - start;
   if (digits > 16 || (digits === 16 && line.charCodeAt(start) > 0x37)) return -2;
+  // Up to 10 spaces or tabs before ';' or the line end (RFC 7230 erratum 4667, as httpd).
+  const bws = i;
   while (i < L && (line.charCodeAt(i) === 0x20 || line.charCodeAt(i) === 0x09)) i++;
+  if (i - bws > 10) return -1;
   if (i < L) {
     if (line.charCodeAt(i) !== 0x3b) return -1;
     for (let k = i + 1; k < L; k++) {
