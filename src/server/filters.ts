@@ -234,8 +234,10 @@ export interface TransformOptions {
    *  DeflateBufferSize); by default output goes on at the end of each input brigade. */
   readonly passAt?: number;
   /** Keep pending output at the end of an input brigade that does not end the response (a
-   *  filter whose module passes only full buffers, FLUSH and EOS: mod_deflate). */
+   *  filter whose module passes only full buffers, FLUSH and EOS: mod_deflate); the output
+   *  waits in `held`, which the filter keeps in its state from one brigade to the next. */
   readonly holdAtBrigadeEnd?: boolean;
+  readonly held?: Bucket[];
 }
 
 /**
@@ -244,8 +246,9 @@ export interface TransformOptions {
  * FLUSH (with the FLUSH) and at EOS (with the EOS), each pass waited for (backpressure).
  */
 export function transformBrigade<S>(f: FilterInstance<S>, bb: Brigade, t: Transform, opts: TransformOptions = {}): MaybePromise<void> {
-  const out: Bucket[] = [];
-  let pending = 0;
+  if (opts.holdAtBrigadeEnd && opts.held === undefined) throw new Error('transformBrigade: holdAtBrigadeEnd needs a held array kept in the filter state');
+  const out: Bucket[] = opts.held ?? [];
+  let pending = brigadeLength(out);
   const passAt = opts.passAt ?? Infinity;
   const add = (v: Buffer | readonly Buffer[] | null): void => {
     if (v === null) return;
