@@ -51,6 +51,7 @@ import socacheDbm from './cache/mod_socache_dbm.js';
 import socacheMemcache from './cache/mod_socache_memcache.js';
 import socacheRedis from './cache/mod_socache_redis.js';
 import ssl from './ssl/mod_ssl/index.js';
+import authnAnon from './aaa/mod_authn_anon.js';
 import caseFilter from './examples/mod_case_filter.js';
 import caseFilterIn from './examples/mod_case_filter_in.js';
 
@@ -60,7 +61,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(bucketeer), h(logDebug), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
+  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(bucketeer), h(logDebug), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
   h(caseFilter), h(caseFilterIn),
 ];
 

@@ -13,6 +13,7 @@ import type { ServerRec } from '../../../server/server-rec.js';
 import type { ConnectionLayerProvider } from '../../../server/http/connection-layer.js';
 import type { SocacheInstance } from '../../../server/socache.js';
 import { registerLogItem } from '../../loggers/mod_log_config.js';
+import { setSslVarLookup } from '../../metadata/mod_headers.js';
 import { APLOG_EMERG, APLOG_NOTICE, APLOG_WARNING } from '../../../server/log/levels.js';
 import {
   createServerConfig, mergeServerConfig, createDirConfig, mergeDirConfig, checkFile, checkDir, parseProtocol,
@@ -341,6 +342,8 @@ function registerLogItems(): void {
   });
 }
 registerLogItems();
+// ap_ssl_var_lookup for mod_headers' %{VAR}s: nothing where mod_ssl is not loaded.
+setSslVarLookup((r, name) => (r.rt.ctx.isLoaded('ssl_module') ? requestSslVar(r, name) : undefined));
 
 async function postConfig(ctx: ConfigContext): Promise<string | undefined> {
   const holder = ctx.getScratch<{ v: SslState | undefined }>('ssl:state', () => ({ v: undefined }));
