@@ -121,6 +121,14 @@ export class Doc {
     this.changed = true;
   }
 
+  /** Rewrites a section's opening line in place (its content untouched): `from` -> `to` in
+   *  its arguments. */
+  retitle(node: ConfigNode, from: string, to: string): void {
+    node.raw = node.raw.map((r) => r.split(from).join(to));
+    node.args = node.args.split(from).join(to);
+    this.changed = true;
+  }
+
   /** Removes a node without any trace (the lines it stood for are rewritten elsewhere). */
   drop(node: ConfigNode): void {
     const c = this.container(node);

@@ -293,6 +293,17 @@ test('.htaccess files 2.2 reads are upgraded without being told; those it ignore
   cleanup(root);
 });
 
+test('mod_access_compat stays loaded while a .htaccess file 2.2 reads keeps Order/Allow/Deny (issue 19 item 15)', async () => {
+  // 2.4 Require lines in the <Directory> and Order/Deny in a .htaccess below it: the
+  // precedence rule (5.2 rule 5) leaves them as written, so mod_access_compat must load.
+  const conf = 'ServerRoot "@ROOT@"\nLoadModule authz_core_module modules/mod_authz_core.so\nDocumentRoot "@ROOT@/htdocs"\n<Directory "@ROOT@/htdocs">\n    AllowOverride All\n    Require all granted\n</Directory>\n';
+  const root = tree({ 'httpd.conf': conf, 'htdocs/old/.htaccess': 'Order deny,allow\nDeny from all\nAllow from 10.0.0.0/8\n' });
+  const r = await run(['--diff', 'httpd.conf'], root);
+  assert.match(r.out, /^\+LoadModule access_compat_module /m);
+  assert.doesNotMatch(r.out, /^--- htdocs\/old\/\.htaccess/m);
+  cleanup(root);
+});
+
 test('--htaccess DIR narrows the search; --no-htaccess leaves the files out; an explicit DIR under AllowOverride None is not activated', async () => {
   const conf = 'ServerRoot "@ROOT@"\nDocumentRoot "@ROOT@/htdocs"\n<Directory "@ROOT@/htdocs/closed">\n    AllowOverride None\n</Directory>\n';
   const root = tree({

@@ -167,6 +167,17 @@ function cacheDisk(u: Upgrade): void {
       u.report(rule, r, 'manual', 'CacheEnable mem needs mod_mem_cache, which 2.4 removed.', textOf(r.node), 'Write "CacheEnable disk ..." (mod_cache_disk) or "CacheEnable socache ..." (mod_cache_socache).');
     }
   }
+  // <IfModule> sections that name mod_disk_cache would never apply again.
+  for (const r of u.sectionsNamed('IfModule')) {
+    const arg = words(r.node)[0] ?? '';
+    const m = /^(!?)(mod_disk_cache\.c|disk_cache_module)$/.exec(arg);
+    if (!m) continue;
+    const to = m[2] === 'disk_cache_module' ? 'cache_disk_module' : 'mod_cache_disk.c';
+    const before = `<IfModule ${arg}>`;
+    r.doc.retitle(r.node, m[2]!, to);
+    u.touched();
+    u.report(rule, r, 'change', `mod_disk_cache is mod_cache_disk in 2.4: without the new name this section would never apply.`, before, `<IfModule ${m[1]}${to}>`);
+  }
   // CacheEnable disk with no module to serve it.
   const usesDisk = u.named('CacheEnable').some((r) => (words(r.node)[0] ?? '').toLowerCase() === 'disk');
   if (usesDisk) add(u, rule, 'cache_disk_module', '"CacheEnable disk" needs mod_cache_disk, which 2.4 builds and loads separately.', 'serves CacheEnable disk');
@@ -358,7 +369,7 @@ function needed(u: Upgrade): void {
     for (const m of loaded) {
       for (const d of DEPENDS[m] ?? []) if (!loaded.has(d) && !want.has(d)) want.set(d, { why: `mod_${base(m)} needs mod_${base(d)} in 2.4`, at: undefined });
     }
-    if (want.size === 0) return;
+    if (want.size === 0) { staticIfModules(u, loaded); return; }
     for (const [sym, w] of want) {
       const line = `LoadModule ${sym} ${u.moduleDir()}mod_${base(sym)}.so`;
       const guard = OFTEN_BUILT_IN.has(sym);
@@ -366,6 +377,25 @@ function needed(u: Upgrade): void {
       u.report(rule, ref ?? { doc: u.main, line: 0 }, 'change',
         `${w.why}${w.at ? ` (${w.at.doc.display}:${w.at.node.line})` : ''}.`, '', guard ? `<IfModule !${sym}>\n    ${line}\n</IfModule>` : line);
     }
+  }
+}
+
+/** <IfModule mod_x.c> sections for a module no LoadModule loads: a 2.2 build that compiled
+ *  the module in read them; 2.4 skips them until the module is loaded. Reported (a note), since
+ *  only `httpd -l` on the 2.2 server tells whether it was compiled in. */
+function staticIfModules(u: Upgrade, loaded: ReadonlySet<string>): void {
+  const seen = new Set<string>();
+  for (const r of u.sectionsNamed('IfModule')) {
+    const arg = words(r.node)[0] ?? '';
+    if (arg.startsWith('!') || r.doc.kind === 'htaccess') continue;
+    const sym = arg.endsWith('_module') ? arg : `${arg.replace(/\.c$/, '').replace(/^mod_/, '')}_module`;
+    const b = base(sym);
+    if (loaded.has(sym) || seen.has(sym) || !STANDARD_22.has(b) || b === 'so' || /^mpm_|^(prefork|worker|event)$/.test(b)) continue;
+    if (!(r.node.children ?? []).some((c) => c.kind === 'directive' || c.kind === 'section')) continue;
+    seen.add(sym);
+    u.report('modules.needed', r, 'note',
+      `No LoadModule loads mod_${b}, so 2.4 skips this <IfModule ${arg}> section. If the 2.2 server had mod_${b} compiled in ("httpd -l" lists mod_${b}.c), 2.2 applied it: add "LoadModule ${sym} modules/mod_${b}.so" to keep it.`,
+      `<IfModule ${arg}>`, '');
   }
 }
 
