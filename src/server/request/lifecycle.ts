@@ -3,10 +3,10 @@
 // else: do not duplicate this logic elsewhere, or the security model will be broken.
 
 import type { Runtime } from '../runtime.js';
-import { Request } from './request.js';
+import { Request, type Merged } from './request.js';
 import { DECLINED, DONE, OK, type MaybePromise } from '../module.js';
 import { runAll, runFirst, runVoid } from '../hooks.js';
-import { ifWalk, locationWalk, serverBase, type Merged } from './walk.js';
+import { ifWalk, locationWalk, serverBase } from './walk.js';
 import { coreDir, errorDocumentFor } from '../core/config.js';
 import { APLOG_CRIT, APLOG_ERR, APLOG_TRACE3 } from '../log/levels.js';
 import { sendErrorResponse, finalizeResponse, isValidStatus } from '../http/response.js';

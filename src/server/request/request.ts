@@ -11,7 +11,17 @@ import { DEFAULT_LOG_LEVEL, levelFor, type LogLevelConfig } from '../log/levels.
 import type { MaybePromise } from '../module.js';
 import type { Wire } from '../http/wire.js';
 import type { Section } from '../core/sections.js';
-import type { Merged } from './walk.js';
+
+/** A merged per-directory configuration vector (the walks' result, src/server/request/walk.ts),
+ *  named by its key in the runtime's merge cache. */
+export interface Merged {
+  key: string;
+  vec: unknown[];
+  /** What merging a given contribution (a section, a parsed .htaccess vector, or another
+   *  merged walk) onto this gives: repeated requests follow these object-keyed links instead
+   *  of building and hashing key strings. */
+  next?: Map<object, Merged>;
+}
 
 /** Events `plume explain` records (src/cli/explain.ts). Modules add their own kinds by
  *  declaration merging (mod_authz_core: `authz`, mod_access_compat: `access_compat`). */

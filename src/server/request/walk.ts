@@ -6,7 +6,7 @@
 import { lstatSince, statSince, answersKept, TurnMap } from './stat-cache.js';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Request } from './request.js';
+import type { Request, Merged } from './request.js';
 import type { Runtime } from '../runtime.js';
 import type { Section } from '../core/sections.js';
 import {
@@ -40,15 +40,6 @@ function mergeCachedStep(rt: Runtime, baseKey: string, base: readonly unknown[],
     cache.set(key, v);
   }
   return { key, vec: v };
-}
-
-export interface Merged {
-  key: string;
-  vec: unknown[];
-  /** What merging a given contribution (a section, a parsed .htaccess vector, or another
-   *  merged walk) onto this gives: repeated requests follow these object-keyed links instead
-   *  of building and hashing key strings. */
-  next?: Map<object, Merged>;
 }
 
 /** Merges contribution `by` (vector `add`, named `addKey()` in the string cache) onto `from`,
