@@ -38,12 +38,15 @@ export function parseConfig(source: string, file: string): ConfigNode[] {
     const cur = new ArgCursor(l.text);
     const word = cur.word();
     const rest = cur.rest();
+    // A line whose first word is empty (a lone '""') holds no directive: httpd skips it.
+    if (word === '') { top().push({ kind: 'blank', name: '', args: '', ...base }); continue; }
     if (word.startsWith('</')) {
       const closeName = word.slice(2).replace(/>$/, '');
       const open = stack[stack.length - 1];
       if (!open) {
         throw new ConfigError(file, l.line, `${word.replace(/>$/, '')}> without matching <${closeName}> section`, 'read');
       }
+      if (!word.endsWith('>')) throw new ConfigError(file, l.line, `${word}> directive missing closing '>'`, 'read');
       if (open.name.toLowerCase() !== closeName.toLowerCase()) {
         throw new ConfigError(file, l.line, `Expected </${open.name}> but saw </${closeName}>`, 'read');
       }
@@ -58,8 +61,10 @@ export function parseConfig(source: string, file: string): ConfigNode[] {
       if (name.endsWith('>') && args === '') {
         name = name.slice(0, -1);
       } else {
+        // The last '>' closes the opener (httpd's strrchr): text after it is ignored.
         const t = trim(args);
-        if (t.endsWith('>')) args = trim(t.slice(0, -1));
+        const gt = t.lastIndexOf('>');
+        if (gt >= 0) args = trim(t.slice(0, gt));
         else missingGt = true;
       }
       const node: ConfigNode = { kind: 'section', name, args, ...base, children: [] };

@@ -67,7 +67,9 @@ function options(cmd: Cmd, raw: string): string | undefined {
     const lw = w.toLowerCase();
     let opt: number;
     if (lw === 'none' || lw === 'all') {
-      if (action !== '') return `Either all Options must start with + or -, or no Option may.`;
+      const which = lw === 'none' ? 'None' : 'All';
+      if (!first) return lw === 'none' ? `'Options None' must be the first Option given.` : `'Options All' must be the first option given.`;
+      if (action !== '') return `You may not use 'Options +${which}' or 'Options -${which}'.`;
       allNone = true;
       opt = lw === 'all' ? OPT_ALL : OPT_NONE;
     } else if (lw === 'includes') opt = OPT_INCLUDES | OPT_INC_WITH_EXEC;
