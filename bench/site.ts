@@ -13,7 +13,7 @@ const APACHE_HTPASSWD = '/usr/bin/htpasswd';
 // ---------------------------------------------------------------- servers and scenarios
 
 export type ServerName = 'apache' | 'plume' | 'plume-workers' | 'nginx' | 'bare';
-export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'server-status' | 'conn-per-request' | 'gzip-100k';
+export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'server-status' | 'conn-per-request' | 'gzip-100k';
 
 export const ALL_SERVERS: readonly ServerName[] = ['apache', 'plume', 'plume-workers', 'nginx', 'bare'];
 
@@ -27,6 +27,20 @@ export const AUTH_USER = 'bench';
 export const AUTH_PASSWORD = 'plume-bench-pw';
 export const AUTH_REALM = 'plume bench';
 const AUTH_HEADER = `Basic ${Buffer.from(`${AUTH_USER}:${AUTH_PASSWORD}`).toString('base64')}`;
+
+/** WordPress's .htaccess for an install in /wp/ (wordpress.org's "Basic WP" block). */
+export const WORDPRESS_HTACCESS = `# BEGIN WordPress
+<IfModule mod_rewrite.c>
+RewriteEngine On
+RewriteRule .* - [E=HTTP_AUTHORIZATION:%{HTTP:Authorization}]
+RewriteBase /wp/
+RewriteRule ^index\\.php$ - [L]
+RewriteCond %{REQUEST_FILENAME} !-f
+RewriteCond %{REQUEST_FILENAME} !-d
+RewriteRule . /wp/index.php [L]
+</IfModule>
+# END WordPress
+`;
 
 /** Headers the .htaccess files of the `htaccess3` scenario add, one per level. */
 export const HTACCESS_HEADERS = ['x-bench-htaccess-1', 'x-bench-htaccess-2', 'x-bench-htaccess-3'];
@@ -123,6 +137,19 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     bodyHas: {},
     description: '1 KB file three directories deep, AllowOverride All, a .htaccess at each level, keep-alive',
   },
+  'rewrite-htaccess': {
+    name: 'rewrite-htaccess',
+    urlPath: '/wp/2024/01/hello-world/',
+    status: 200,
+    file: 'wp/index.php',
+    contentType: null,
+    headers: {},
+    skip: ['nginx', 'bare'],
+    notEquivalent: {},
+    sameAsApache: false,
+    bodyHas: {},
+    description: "WordPress's standard .htaccess block (mod_rewrite, AllowOverride All): a pretty URL served by the front-controller file, keep-alive",
+  },
   'server-status': {
     name: 'server-status',
     urlPath: '/server-status?auto',
@@ -171,7 +198,7 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
 };
 
 /** In the order of the report (not Object.keys: '404' would sort first as an integer key). */
-export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'server-status', 'conn-per-request', 'gzip-100k'];
+export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'server-status', 'conn-per-request', 'gzip-100k'];
 
 /** Whether `server` takes part in `sc`. */
 export function runsScenario(sc: Scenario, server: ServerName): boolean {
@@ -312,6 +339,10 @@ export function makeSite(plumeBin: string, withAuth: boolean): Site {
   file('d1/d2/.htaccess', htaccess(2));
   file('d1/d2/d3/.htaccess', htaccess(3));
   file('d1/d2/d3/1k.html', html);
+  // rewrite-htaccess: a WordPress install in /wp/ (the PHP front controller is a static file)
+  dir('wp');
+  file('wp/.htaccess', WORDPRESS_HTACCESS);
+  file('wp/index.php', html);
   const mimeTypes = path.join(root, 'mime.types');
   fs.writeFileSync(mimeTypes, 'text/html\t\t\t\thtml htm\napplication/octet-stream\t\tbin\n', { mode: 0o644 });
   let htpasswd: string | null = null;
@@ -378,6 +409,7 @@ LoadModule dir_module ${m}/mod_dir.so
 LoadModule headers_module ${m}/mod_headers.so
 LoadModule filter_module ${m}/mod_filter.so
 LoadModule deflate_module ${m}/mod_deflate.so
+LoadModule rewrite_module ${m}/mod_rewrite.so
 ${withStatus ? `LoadModule status_module ${m}/mod_status.so` : '# (no status_module: this plume has no mod_status)'}
 
 ServerName 127.0.0.1
@@ -424,6 +456,12 @@ DirectoryIndex index.html
 # htaccess3: d1, d1/d2 and d1/d2/d3 each hold a .htaccess
 <Directory "${site.htdocs}/d1">
     AllowOverride All
+</Directory>
+
+# rewrite-htaccess: WordPress's .htaccess in wp/ (per-directory rewriting needs FollowSymLinks)
+<Directory "${site.htdocs}/wp">
+    AllowOverride All
+    Options FollowSymLinks
 </Directory>
 ${withStatus ? `
 # server-status: mod_status, the specification's example

@@ -15,6 +15,7 @@ import authzCore, {
 } from '../../modules/aaa/mod_authz_core.js';
 import accessCompat, { lookupEntry, type AllowDeny } from '../../modules/aaa/mod_access_compat.js';
 import { authName, authType } from '../../modules/aaa/mod_authn_core.js';
+import { RULEFLAG_NOTMATCH } from '../../modules/mappers/mod_rewrite/parse.js';
 import type { ExplainRun, TraceEntry } from './run.js';
 import { shortPath } from './run.js';
 
@@ -103,10 +104,14 @@ export interface ExplainReport {
     /** Set when a fixup (mod_dir's DirectoryIndex) made r the subrequest's resource: the URL
      *  path it ends with. That subrequest's own checks are not traced. */
     readonly redirectedTo: string | undefined;
+    /** The request served is an internal redirect of the one asked for (mod_rewrite). */
+    readonly internalRedirect: boolean;
     readonly client: string; readonly server: string; readonly filename: string; readonly pathInfo: string;
     readonly user: string | undefined; readonly authType: string | undefined; readonly authName: string | undefined;
   };
   readonly serverRoot: string;
+  /** mod_rewrite: every rule and condition tried, in order, and what each hook made of it. */
+  readonly rewrite: readonly RewriteStep[];
   readonly merged: readonly MergedEntry[];
   readonly authz: { readonly tree: TreeNode | undefined; readonly forbiddenOnFailure: boolean };
   readonly accessCompat: CompatModel | undefined;
@@ -115,6 +120,55 @@ export interface ExplainReport {
   readonly decision: Decision;
   readonly errorLog: readonly string[];
   readonly startup: readonly string[];
+}
+
+/** One line of the rewriting trace: a rule tried, one of its conditions, or a result. */
+export interface RewriteStep {
+  readonly kind: 'rule' | 'cond' | 'result';
+  /** "per-directory DIR" or "server" (rules and results). */
+  readonly context: string;
+  readonly where: string | undefined;
+  /** The directive as written (rules and conditions). */
+  readonly text: string;
+  readonly input: string | undefined;
+  readonly captures: readonly string[];
+  readonly matched: boolean;
+  readonly result: string | undefined;
+  /** Flags of a matching rule, as configured. */
+  readonly flags: string | undefined;
+}
+
+function rewriteSteps(run: ExplainRun): RewriteStep[] {
+  const out: RewriteStep[] = [];
+  // A rule's conditions are evaluated (and recorded) before its outcome is known: they are
+  // listed under the rule.
+  let conds: RewriteStep[] = [];
+  const ctxOf = (perdir: string | undefined): string => (perdir === undefined ? 'server' : `per-directory ${perdir}`);
+  for (const e of run.events) {
+    if (e.kind === 'rewrite_rule') {
+      const rule = e.event.rule;
+      const flagged = e.event.matched && e.event.outcome !== 'conditions not met' && rule.flagsText !== '';
+      out.push({
+        kind: 'rule', context: ctxOf(e.event.perdir), where: `${rule.file}:${rule.line}`,
+        text: `RewriteRule ${(rule.flags & RULEFLAG_NOTMATCH) ? '!' : ''}${rule.pattern} ${rule.template.source}${rule.flagsText !== '' ? ' ' + rule.flagsText : ''}`,
+        input: e.event.input, captures: e.event.captures, matched: e.event.matched,
+        result: e.event.result !== undefined ? `${e.event.outcome}: ${e.event.result}` : e.event.outcome,
+        flags: flagged ? rule.flagsText : undefined,
+      });
+      out.push(...conds);
+      conds = [];
+    } else if (e.kind === 'rewrite_cond') {
+      const c = e.event.cond;
+      conds.push({
+        kind: 'cond', context: '', where: `${c.file}:${c.line}`, text: `RewriteCond ${c.input.source} ${c.patternText}`,
+        input: e.event.skipped ? undefined : e.event.input, captures: e.event.captures, matched: e.event.matched,
+        result: e.event.skipped ? 'not evaluated ([OR] already true)' : e.event.matched ? 'true' : 'false', flags: undefined,
+      });
+    } else if (e.kind === 'rewrite_result') {
+      out.push({ kind: 'result', context: ctxOf(e.event.perdir), where: undefined, text: e.event.text, input: undefined, captures: [], matched: true, result: undefined, flags: undefined });
+    }
+  }
+  return out;
 }
 
 // ---- source lines -----------------------------------------------------------------------
@@ -507,6 +561,7 @@ export function buildReport(run: ExplainRun, url: string): ExplainReport {
     request: {
       method: r.method, url, uri: run.uri !== '' ? run.uri : r.uri,
       redirectedTo: run.uri !== '' && r.uri !== run.uri ? r.uri : undefined,
+      internalRedirect: r.prev !== null,
       client: r.connection.remoteIp.includes(':') ? `[${r.connection.remoteIp}]:${r.connection.remotePort}` : `${r.connection.remoteIp}:${r.connection.remotePort}`,
       server: s.isVirtual ? `${s.serverHostname ?? ''} (<VirtualHost> at ${s.defnFile}:${s.defnLine})` : `${s.serverHostname ?? ''} (main server)`,
       filename: r.filename, pathInfo: r.pathInfo, user: r.user,
@@ -514,6 +569,7 @@ export function buildReport(run: ExplainRun, url: string): ExplainReport {
       authName: run.stage === 'lifecycle' ? authName(r) : undefined,
     },
     serverRoot: run.ctx.serverRoot,
+    rewrite: rewriteSteps(run),
     merged: mergedEntries(run, src),
     authz: {
       tree: root ? treeNode(root, all, src, root.where === undefined && !root.isMerged) : undefined,
@@ -561,11 +617,36 @@ export function renderText(rep: ExplainReport): string {
   out.push(`${q.method} ${q.url} from ${q.client}`);
   out.push(`  server:   ${q.server}`);
   out.push(`  URL path: ${q.uri}`);
-  if (q.redirectedTo !== undefined) out.push(`  served as ${q.redirectedTo} (a fixup's subrequest, e.g. DirectoryIndex; its own checks are not traced)`);
+  if (q.redirectedTo !== undefined) {
+    out.push(q.internalRedirect
+      ? `  served as ${q.redirectedTo} (an internal redirect, mod_rewrite's; the rest of this report is about it)`
+      : `  served as ${q.redirectedTo} (a fixup's subrequest, e.g. DirectoryIndex; its own checks are not traced)`);
+  }
   if (q.filename !== '') out.push(`  file:     ${q.filename}${q.pathInfo !== '' ? ` (path info ${q.pathInfo})` : ''}`);
   if (q.authType !== undefined) out.push(`  auth:     AuthType ${q.authType}${q.authName !== undefined ? `, AuthName "${q.authName}"` : ''}${q.user !== undefined ? `, user ${q.user}` : ''}`);
   out.push(`  (file:line relative to ServerRoot ${root})`);
   out.push('');
+
+  if (rep.rewrite.length > 0) {
+    out.push('Rewriting (mod_rewrite), every rule tried, in order:');
+    const rows: string[][] = [];
+    let lastContext = '';
+    for (const st of rep.rewrite) {
+      if (st.kind !== 'cond' && st.context !== lastContext) {
+        rows.push([`  [${st.context}]`, '', '']);
+        lastContext = st.context;
+      }
+      if (st.kind === 'result') { rows.push([`    => ${st.text}`, '', '']); continue; }
+      const cap = st.captures.length > 0 ? `  captures ${st.captures.map((c, i) => `${st.kind === 'cond' ? '%' : '$'}${i}=${JSON.stringify(c)}`).join(' ')}` : '';
+      if (st.kind === 'rule') {
+        rows.push([`    ${st.text}`, loc(root, st.where), `input '${st.input ?? ''}' -> ${st.result ?? ''}${cap}${st.flags !== undefined ? `  flags ${st.flags}` : ''}`]);
+      } else {
+        rows.push([`      ${st.text}`, loc(root, st.where), st.input === undefined ? `-> ${st.result ?? ''}` : `input '${st.input}' -> ${st.result ?? ''}${cap}`]);
+      }
+    }
+    table(rows, out);
+    out.push('');
+  }
 
   out.push('Sections merged, in merge order:');
   if (rep.merged.length === 0) out.push('  (none: the server-wide configuration only)');

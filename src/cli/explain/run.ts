@@ -9,7 +9,7 @@ import type { ConfigContext, ConfigOptions } from '../../server/config/context.j
 import { catalogue } from '../../modules/index.js';
 import { Runtime } from '../../server/runtime.js';
 import { Request, type ConnRec, type ExplainTrace, type TraceEvents } from '../../server/request/request.js';
-import { invokeHandler, processRequestInternal } from '../../server/request/lifecycle.js';
+import { invokeHandler, processRequestInternal, redirectRequest } from '../../server/request/lifecycle.js';
 import type { Wire } from '../../server/http/wire.js';
 import type { ServerRec } from '../../server/server-rec.js';
 import { ErrorLog } from '../../server/log/error-log.js';
@@ -211,14 +211,27 @@ async function runOn(ctx: ConfigContext, req: ExplainRequest, errors: MemorySink
 
   // The server's own phases, in the server's own order.
   let status: number;
-  try {
-    status = await processRequestInternal(rt, r);
-  } catch (e) {
-    r.log('core', 3, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
-    status = 500;
+  let cur = r;
+  for (let hops = 0; ; hops++) {
+    try {
+      status = await processRequestInternal(rt, cur);
+    } catch (e) {
+      cur.log('core', 3, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
+      status = 500;
+    }
+    // mod_rewrite's per-directory result is served by an internal redirect from its handler:
+    // followed here (the limit of 10 as the server's), the earlier passes' rewriting kept and
+    // the rest of the report about the request that is served.
+    if (status !== OK || cur.handler !== 'redirect-handler' || !cur.filename.startsWith('redirect:') || hops >= 10) break;
+    const next = redirectRequest(rt, cur, cur.filename.slice(9) + (cur.args !== undefined ? '?' + cur.args : ''));
+    next.trace = trace;
+    const kept = events.filter((e) => e.kind.startsWith('rewrite_'));
+    events.length = 0;
+    events.push(...kept);
+    cur = next;
   }
-  if (status === OK) handler = await runHandler(rt, r);
-  return done(status, 'lifecycle');
+  if (status === OK) handler = await runHandler(rt, cur);
+  return { ...done(status, 'lifecycle'), r: cur };
 }
 
 /** Handlers explain runs: the ones that answer from the file system and the server's own

@@ -296,17 +296,10 @@ export async function internalRedirect(rt: Runtime, r: Request, uri: string): Pr
   await internalRedirectTo(rt, r, uri);
 }
 
-async function internalRedirectTo(rt: Runtime, r: Request, uri: string): Promise<void> {
-  let depth = 0;
-  for (let p: Request | null = r; p; p = p.prev) depth++;
-  if (depth > 10) {
-    r.log('core', APLOG_ERR, `AH00124: Request exceeded the limit of 10 internal redirects due to probable configuration error. Use 'LimitInternalRecursion' to increase the limit if necessary. Use 'LogLevel debug' to get a backtrace.`);
-    await die(rt, r, 500, r.status);
-    return;
-  }
-  // httpd's internal_internal_redirect: the new request inherits the status (an ErrorDocument
-  // is served with the error's status), the error headers and, for a redirect status, the
-  // Location; the environment is renamed REDIRECT_*.
+/** The request an internal redirect of r to `uri` serves (internal_internal_redirect without
+ *  running it): the status, error headers and Location carried over, the environment renamed
+ *  REDIRECT_*. `plume explain` follows a handler's redirect with it. */
+export function redirectRequest(rt: Runtime, r: Request, uri: string): Request {
   const n = cloneForRedirect(rt, r, uri);
   n.prev = r;
   r.next = n;
@@ -326,6 +319,21 @@ async function internalRedirectTo(rt: Runtime, r: Request, uri: string): Promise
   // (REDIRECT_URL and REDIRECT_QUERY_STRING are CGI variables, made when a script runs.)
   for (const [k, v] of r.subprocessEnv) n.subprocessEnv.set('REDIRECT_' + k, v);
   n.subprocessEnv.set('REDIRECT_STATUS', String(r.status));
+  return n;
+}
+
+async function internalRedirectTo(rt: Runtime, r: Request, uri: string): Promise<void> {
+  let depth = 0;
+  for (let p: Request | null = r; p; p = p.prev) depth++;
+  if (depth > 10) {
+    r.log('core', APLOG_ERR, `AH00124: Request exceeded the limit of 10 internal redirects due to probable configuration error. Use 'LimitInternalRecursion' to increase the limit if necessary. Use 'LogLevel debug' to get a backtrace.`);
+    await die(rt, r, 500, r.status);
+    return;
+  }
+  // httpd's internal_internal_redirect: the new request inherits the status (an ErrorDocument
+  // is served with the error's status), the error headers and, for a redirect status, the
+  // Location; the environment is renamed REDIRECT_*.
+  const n = redirectRequest(rt, r, uri);
   let status: number;
   try {
     // post_read_request runs again for the new request (mod_setenvif, mod_headers early).

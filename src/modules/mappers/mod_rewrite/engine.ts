@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import type { Request } from '../../../server/request/request.js';
 import { APLOG_ERR } from '../../../server/log/levels.js';
-import { fsPath } from '../../../server/request/stat-cache.js';
+import { lstatSince, statSince } from '../../../server/request/stat-cache.js';
 import { coreServer } from '../../../server/core/core-module.js';
 import { getServerName, getServerPort, httpScheme } from '../../../server/core/server-name.js';
 import { serverBanner } from '../../../server/version.js';
@@ -379,9 +379,11 @@ function* expandStep(t: Template, ctx: Ctx, rule: RewriteRule | undefined, qm: Q
 }
 
 // ---- conditions ---------------------------------------------------------------------------------
-function statOf(p: string, link: boolean): fs.Stats | undefined {
+/** apr_stat for the file tests, through the core's stat answers (shared by the requests read
+ *  in the same turn, as the walks share them). */
+function statOf(r: Request, p: string, link: boolean): fs.Stats | undefined {
   try {
-    return link ? fs.lstatSync(fsPath(p)) : fs.statSync(fsPath(p));
+    return link ? lstatSince(p, r.readSeq) : statSince(p, r.readSeq);
   } catch {
     return undefined;
   }
@@ -420,11 +422,11 @@ function* applyCond(c: RewriteCond, ctx: Ctx): Step<boolean> {
   let rc = false;
   let captures: readonly (string | undefined)[] | undefined;
   switch (c.ptype) {
-    case CONDPAT_FILE_EXISTS: { const st = statOf(input, false); rc = st !== undefined && st.isFile(); break; }
-    case CONDPAT_FILE_SIZE: { const st = statOf(input, false); rc = st !== undefined && st.isFile() && st.size > 0; break; }
-    case CONDPAT_FILE_LINK: { const st = statOf(input, true); rc = st !== undefined && st.isSymbolicLink(); break; }
-    case CONDPAT_FILE_DIR: { const st = statOf(input, false); rc = st !== undefined && st.isDirectory(); break; }
-    case CONDPAT_FILE_XBIT: { const st = statOf(input, false); rc = st !== undefined && (st.mode & 0o111) !== 0; break; }
+    case CONDPAT_FILE_EXISTS: { const st = statOf(r, input, false); rc = st !== undefined && st.isFile(); break; }
+    case CONDPAT_FILE_SIZE: { const st = statOf(r, input, false); rc = st !== undefined && st.isFile() && st.size > 0; break; }
+    case CONDPAT_FILE_LINK: { const st = statOf(r, input, true); rc = st !== undefined && st.isSymbolicLink(); break; }
+    case CONDPAT_FILE_DIR: { const st = statOf(r, input, false); rc = st !== undefined && st.isDirectory(); break; }
+    case CONDPAT_FILE_XBIT: { const st = statOf(r, input, false); rc = st !== undefined && (st.mode & 0o111) !== 0; break; }
     case CONDPAT_LU_URL:
       if (input !== '' && subreqOk(r)) {
         const rsub = yield* wait(ctx.services.lookupUri(r, input));
@@ -435,7 +437,7 @@ function* applyCond(c: RewriteCond, ctx: Ctx): Step<boolean> {
     case CONDPAT_LU_FILE:
       if (input !== '' && subreqOk(r)) {
         const rsub = yield* wait(ctx.services.lookupFile(r, input));
-        rc = rsub.status < 300 && statOf(rsub.filename, false) !== undefined;
+        rc = rsub.status < 300 && statOf(r, rsub.filename, false) !== undefined;
         if (traceOn(r, 5)) rewritelog(r, 5, undefined, L.condF, `RewriteCond file (-F check: path=${input} -> file=${rsub.filename} status=${rsub.status}`);
       }
       break;
