@@ -188,6 +188,12 @@ export class TlsLayer implements ConnectionLayer {
       logConn(t.s, APLOG_ERR, `AH02039: Certificate Verification: Error (${f.n}): ${f.text}`, sock);
       return false;
     }
+    if (t.ocsp) {
+      // DIFFERENCE: plume has no OCSP client: with SSLOCSPEnable a certificate cannot be
+      // checked, and is refused (fail-closed).
+      logConn(t.s, APLOG_ERR, 'PL02214: SSLOCSPEnable: OCSP checking of client certificates is not available in plume; certificate refused', sock);
+      return false;
+    }
     const depth = state.chain().length;
     if (depth > t.depth) {
       logConn(t.s, APLOG_ERR, `AH02040: Certificate Verification: Certificate Chain too long (chain has ${depth} certificates, but maximum allowed are only ${t.depth})`, sock);
