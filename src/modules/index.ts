@@ -24,6 +24,7 @@ import headers from './metadata/mod_headers.js';
 import alias from './mappers/mod_alias.js';
 import rewrite from './mappers/mod_rewrite/index.js';
 import actions from './mappers/mod_actions.js';
+import negotiation from './mappers/mod_negotiation.js';
 import unixd from './arch/unix/mod_unixd.js';
 import logConfig from './loggers/mod_log_config.js';
 import logio from './loggers/mod_logio.js';
@@ -38,6 +39,7 @@ import authzUser from './aaa/mod_authz_user.js';
 import authzDbm from './aaa/mod_authz_dbm.js';
 import authzOwner from './aaa/mod_authz_owner.js';
 import accessCompat from './aaa/mod_access_compat.js';
+import allowmethods from './aaa/mod_allowmethods.js';
 import authBasic from './aaa/mod_auth_basic.js';
 import reqtimeout from './filters/mod_reqtimeout.js';
 import filter from './filters/mod_filter.js';
@@ -61,7 +63,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(authBasic), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(bucketeer), h(logDebug), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
+  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(bucketeer), h(logDebug), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(negotiation), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
   h(caseFilter), h(caseFilterIn),
 ];
 

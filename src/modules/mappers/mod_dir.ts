@@ -9,6 +9,7 @@
 // When nothing applies the request goes on with handler httpd/unix-directory (mod_autoindex
 // or the core's default handler answer it).
 
+import { fastRedirect, overlayNotes } from '../../server/request/fast-redirect.js';
 import {
   DECLINED, HOOK_LAST, MODULE_API_VERSION, OK, OR_INDEXES,
   defineModule, directive,
@@ -103,11 +104,6 @@ export function escapePath(s: string): string {
 }
 
 /** apr_table_overlay(a, b) for notes: a's values win on lookup (apr_table_get finds the first). */
-function overlayNotes(a: Map<string, string>, b: Map<string, string>): Map<string, string> {
-  const out = new Map(a);
-  for (const [k, v] of b) if (!out.has(k)) out.set(k, v);
-  return out;
-}
 
 /** Takes a failed or redirecting subrequest's notes and headers into r (apr_table_overlay). */
 function adoptHeaders(r: Request, rr: Request): void {
@@ -116,38 +112,7 @@ function adoptHeaders(r: Request, rr: Request): void {
   r.errHeadersOut = r.errHeadersOut.overlay(rr.errHeadersOut);
 }
 
-/** ap_internal_fast_redirect(rr, r): r becomes the subrequest's resource and goes on from
- *  there (remaining fixups, insert_filter, handler) without running the phases again. */
-export function fastRedirect(rr: Request, r: Request): void {
-  r.noLocalCopy = r.noLocalCopy && rr.noLocalCopy;
-  r.mtime = rr.mtime;
-  r.uri = rr.uri;
-  r.filename = rr.filename;
-  r.canonicalFilename = rr.canonicalFilename;
-  r.pathInfo = rr.pathInfo;
-  r.args = rr.args;
-  r.finfo = rr.finfo;
-  r.handler = rr.handler;
-  r.contentType = rr.contentType;
-  r.contentEncoding = rr.contentEncoding;
-  r.contentLanguages = rr.contentLanguages;
-  r.perDirConfig = rr.perDirConfig;
-  r.matchedSections = rr.matchedSections;
-  r.usedPathInfo = rr.usedPathInfo;
-  r.notes = overlayNotes(rr.notes, r.notes);
-  r.headersOut = rr.headersOut.overlay(r.headersOut);
-  r.errHeadersOut = rr.errHeadersOut.overlay(r.errHeadersOut);
-  const env = new Map(rr.subprocessEnv);
-  for (const [k, v] of r.subprocessEnv) if (!env.has(k)) env.set(k, v);
-  r.subprocessEnv = env;
-  // httpd moves the subrequest's filter chain over; filters are bound to their request here,
-  // so the filters the subrequest added (AddOutputFilter...) are added to r afresh.
-  for (const f of rr.outputFilters) {
-    if (f.removed) continue;
-    if (r.outputFilters.some((g) => g.spec === f.spec)) continue;
-    r.rt.addFilter(r, f.spec);
-  }
-}
+export { fastRedirect };
 
 /** The URI ap_sub_req_lookup_uri looks up for `name`: a relative name is taken in the
  *  directory of r's URI (re-escaped, as the name is an escaped URI). */

@@ -119,7 +119,7 @@ function sendFile(r: Request): number | Promise<number> {
   }
   r.mtime = Math.min(mtimeMicrosOf(st, r.filename) / 1000, r.requestTime);
   r.headersOut.set('Last-Modified', toHttpDate(r.mtime));
-  const etag = makeEtag(r, st, etagBitsFor(c));
+  const etag = makeEtag(r, st, etagBitsFor(c), r.vlistValidator !== undefined ? { vlistValidator: r.vlistValidator } : undefined);
   if (etag) r.headersOut.set('ETag', etag);
   r.headersOut.set('Accept-Ranges', 'bytes');
   r.clength = st.size;

@@ -432,7 +432,7 @@ function sendErrorBody(rt: Runtime, r: Request, location: string | undefined, re
   let body: string;
   if (custom && custom.startsWith('"') && !recursiveError) {
     body = custom.slice(1);
-  } else if (custom === undefined && !recursiveError && FIXED_PAGES.has(status) && signature(r, '') === '') {
+  } else if (custom === undefined && !recursiveError && FIXED_PAGES.has(status) && signature(r, '') === '' && !r.notes.has('variant-list')) {
     // The same page for every request: built once (read-only from then on; nothing downstream
     // writes into the buffers it is given).
     let page = fixedPages.get(status);
@@ -462,6 +462,7 @@ function generatedPage(status: number, r: Request, location: string | undefined,
     method: r.method, location: location ?? '', admin: r.server.serverAdmin ?? '[no address given]',
     errorNotes: r.notes.get('error-notes'), escape: escapeHtml,
     expect: status === 417 ? r.headersIn.get('Expect') : undefined,
+    variantList: r.notes.get('variant-list'),
   });
   if (recursiveError) {
     body += `<p>Additionally, a ${statusLine(recursiveError)}\nerror was encountered while trying to use an ErrorDocument to handle the request.</p>\n`;

@@ -38,6 +38,8 @@ export interface CannedContext {
   escape: (s: string) => string;
   /** The request's Expect header (for 417). */
   expect?: string | undefined;
+  /** The "variant-list" note mod_negotiation leaves (for 300 and 406). */
+  variantList?: string | undefined;
 }
 
 const ADMIN_500 = (c: CannedContext): string =>
@@ -71,8 +73,10 @@ export function cannedError(status: number, c: CannedContext): string {
       return '<p>The requested URL was not found on this server.</p>\n';
     case 405:
       return `<p>The requested method ${c.escape(c.method)} is not allowed for this URL.</p>\n`;
+    case 300:
+      return c.variantList ?? '';
     case 406:
-      return '<p>An appropriate representation of the requested resource could not be found on this server.</p>\n';
+      return '<p>An appropriate representation of the requested resource could not be found on this server.</p>\n' + (c.variantList ?? '');
     case 408:
       return '<p>Server timeout waiting for the HTTP request from the client.</p>\n';
     case 410:

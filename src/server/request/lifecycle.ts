@@ -316,6 +316,8 @@ export function redirectRequest(rt: Runtime, r: Request, uri: string): Request {
     const vary = r.headersOut.get('Vary');
     if (vary !== undefined) n.headersOut.set('Vary', vary);
   }
+  // A type map's variant list validator stays with the variant it redirects to.
+  n.vlistValidator = r.vlistValidator;
   // (REDIRECT_URL and REDIRECT_QUERY_STRING are CGI variables, made when a script runs.)
   for (const [k, v] of r.subprocessEnv) n.subprocessEnv.set('REDIRECT_' + k, v);
   n.subprocessEnv.set('REDIRECT_STATUS', String(r.status));

@@ -128,6 +128,9 @@ export class Request {
    *  mod_userdir); undefined = none (CONTEXT_PREFIX "", CONTEXT_DOCUMENT_ROOT the DocumentRoot). */
   contextPrefix: string | undefined = undefined;
   contextDocumentRoot: string | undefined = undefined;
+  /** r->vlist_validator: the validator of a negotiated resource's variant list (mod_negotiation),
+   *  joined into the ETag of the chosen variant. */
+  vlistValidator: string | undefined = undefined;
   /** Per-directory configuration vector for this request (merged). */
   perDirConfig: unknown[] = [];
   /** Section ids merged, for the merge cache key and `plume explain`. */
