@@ -684,7 +684,13 @@ async function inflateBrigade(f: FilterInstance<InflateOutState>, bb: Brigade): 
         if (e === 'magic') { r.log('deflate', APLOG_ERR, 'AH01405: inflate: bad header'); throw new FilterError(500); }
         if (e === 'flags') { r.log('deflate', APLOG_ERR, `AH02620: inflate: bad flags ${g.flagsHex}`); throw new FilterError(500); }
         if (typeof e === 'object') { r.log('deflate', APLOG_WARNING, `AH01409: Zlib error ${e.zerr} inflating data (${e.msg})`); throw new FilterError(500); }
-        if (g.out.length) await f.pass(take());
+        // Full buffers go on while input remains (inflate_out_filter); what the end of the
+        // stream leaves in the buffer waits for EOS.
+        if (g.trailer !== null) {
+          if (g.out.length > 1) await f.pass(g.out.splice(0, g.out.length - 1).map((d): Bucket => ({ kind: 'data', data: d })));
+        } else if (g.out.length) {
+          await f.pass(take());
+        }
       });
       continue;
     }
