@@ -125,6 +125,20 @@ test('--check: a directive of a module 2.4 does not load is not "clean" (issue 1
   cleanup(root);
 });
 
+test('a configuration written for a 2.4 build that compiles mod_unixd and mod_log_config in gets no LoadModule for them', async () => {
+  const conf = 'ServerRoot "@ROOT@"\nLoadModule mpm_event_module modules/mod_mpm_event.so\nUser www-data\nLogFormat "%h" x\nEnableSendfile Off\nFileETag MTime Size\n';
+  const root = tree({ 'httpd.conf': conf });
+  const r = await run(['--check', '--no-apache', 'httpd.conf'], root);
+  assert.equal(r.code, 0, r.out);
+  // The same lines in a 2.2 configuration (no MPM module) need them, guarded.
+  const root22 = tree({ 'httpd.conf': conf.replace(/^LoadModule mpm.*\n/m, '') });
+  const r22 = await run(['--diff', 'httpd.conf'], root22);
+  assert.match(r22.out, /^\+<IfModule !unixd_module>$/m);
+  assert.match(r22.out, /^\+<IfModule !log_config_module>$/m);
+  cleanup(root);
+  cleanup(root22);
+});
+
 test('the report names the modules plume cannot run yet, asked of the catalogue (issue 19 item 20)', async () => {
   const conf = 'ServerRoot "@ROOT@"\nLoadModule mpm_event_module modules/mod_mpm_event.so\nLoadModule ssl_module modules/mod_ssl.so\nLoadModule mime_module modules/mod_mime.so\n';
   const root = tree({ 'httpd.conf': conf });

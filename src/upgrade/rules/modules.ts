@@ -74,9 +74,16 @@ function mpm(u: Upgrade): void {
     '2.4 loads the MPM as a module', true);
 }
 
+/** Whether the configuration was written for a 2.4 build: it loads its MPM as a module (2.2
+ *  compiled the MPM in). Such a configuration that never loads mod_unixd or mod_log_config
+ *  comes from a build that compiled them in (Debian's), which refuses a LoadModule for them. */
+function writtenFor24(u: Upgrade): boolean {
+  return u.named('LoadModule').some((r) => /^mpm_\w+_module$/.test(words(r.node)[0] ?? '') && !r.doc.isInserted(r.node));
+}
+
 function unixd(u: Upgrade): void {
   const r = directiveUsed(u, 'User', 'Group', 'Suexec');
-  if (!r) return;
+  if (!r || writtenFor24(u)) return;
   add(u, 'modules.unixd', 'unixd_module',
     `User and Group are provided by mod_unixd in 2.4 ("Invalid command 'User'" without it); ${r.node.name} is used at ${r.doc.display}:${r.node.line}.`,
     'provides User and Group', true);
@@ -353,9 +360,10 @@ function providersOf(ref: Ref): { symbol: string; why: string }[] {
  *  the modules it depends on: the LoadModule lines missing are added (issue 19 item 16). */
 function needed(u: Upgrade): void {
   const rule = 'modules.needed';
-  const opts: ModelOptions = { version: '2.4.71', staticModules: STATIC_24, defines: u.opts.defines };
+  const builtIn = writtenFor24(u) ? [...STATIC_24, ...OFTEN_BUILT_IN] : STATIC_24;
+  const opts: ModelOptions = { version: '2.4.71', staticModules: builtIn, defines: u.opts.defines };
   for (let round = 0; round < 8; round++) {
-    const loaded = new Set([...STATIC_24, ...u.loadedModules()]);
+    const loaded = new Set([...builtIn, ...u.loadedModules()]);
     const want = new Map<string, { why: string; at: Ref | undefined }>();
     for (const r of u.allRefs()) {
       if (r.node.kind !== 'directive' && r.node.kind !== 'section') continue;
