@@ -46,12 +46,25 @@ function then<T, U>(v: MaybePromise<T>, k: (x: T) => MaybePromise<U>): MaybeProm
 export function processRequestInternal(rt: Runtime, r: Request, fileReq = false): MaybePromise<number> {
   r.matchedSections = [];
   if (fileReq) return storagePhase(rt, r);
-  // httpd's walk_location_and_if, before translation.
-  return then(ifWalk(rt, r, locationWalk(rt, r, serverBase(r))), (early) => {
-    r.perDirConfig = early.vec;
-    applyLogLevel(r);
-    return then(runFirst(rt.hooks.translateName, r), (t) => (t !== OK ? declDie(r, t, 'translate') : storagePhase(rt, r)));
+  // httpd's walk_location_and_if before pre_translate_name (whose merge is then thrown away:
+  // with <If> sections it is walked again, their conditions evaluated again, as httpd does),
+  // and before translate_name.
+  const loc = locationWalk(rt, r, serverBase(r));
+  if (!hasIf(loc)) return translatePhase(rt, r, loc);
+  return then(ifWalk(rt, r, loc), () => {
+    r.matchedSections = [];
+    return then(ifWalk(rt, r, locationWalk(rt, r, serverBase(r))), (early) => translatePhase(rt, r, early));
   });
+}
+
+function hasIf(m: Merged): boolean {
+  return coreDir({ perDirConfig: m.vec }).secIf.length > 0;
+}
+
+function translatePhase(rt: Runtime, r: Request, early: Merged): MaybePromise<number> {
+  r.perDirConfig = early.vec;
+  applyLogLevel(r);
+  return then(runFirst(rt.hooks.translateName, r), (t) => (t !== OK ? declDie(r, t, 'translate') : storagePhase(rt, r)));
 }
 
 function storagePhase(rt: Runtime, r: Request): MaybePromise<number> {
