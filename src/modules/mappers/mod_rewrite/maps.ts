@@ -290,7 +290,10 @@ class MapProgram {
   start(): boolean {
     const argv = this.entry.argv;
     try {
-      const child = spawn(argv[0]!, argv.slice(1), { cwd: path.dirname(argv[0]!), stdio: ['pipe', 'pipe', 'inherit'] });
+      // RewriteMap's user:group applies as apr_proc_create applies it: only when the server
+      // runs as root.
+      const ids = typeof process.getuid === 'function' && process.getuid() === 0 ? idsOf(this.entry.user, this.entry.group) : {};
+      const child = spawn(argv[0]!, argv.slice(1), { cwd: path.dirname(argv[0]!), stdio: ['pipe', 'pipe', 'inherit'], ...ids });
       child.stdout!.setEncoding('latin1');
       child.stdout!.on('data', (d: string) => this.onData(d));
       child.on('error', () => this.onExit());
@@ -350,6 +353,31 @@ class MapProgram {
   }
 }
 
+/** A name (or number) in /etc/passwd or /etc/group: its id. */
+function idIn(file: string, name: string): number | undefined {
+  if (/^[0-9]+$/.test(name)) return Number(name);
+  try {
+    for (const line of fs.readFileSync(file, 'latin1').split('\n')) {
+      const f = line.split(':');
+      if (f[0] === name && f[2] !== undefined) return Number(f[2]);
+    }
+  } catch { /* no database */ }
+  return undefined;
+}
+
+function idsOf(user: string | undefined, group: string | undefined): { uid?: number; gid?: number } {
+  const out: { uid?: number; gid?: number } = {};
+  const uid = user === undefined ? undefined : idIn('/etc/passwd', user);
+  const gid = group === undefined ? undefined : idIn('/etc/group', group);
+  if (uid !== undefined) out.uid = uid;
+  if (gid !== undefined) out.gid = gid;
+  return out;
+}
+
+// DIFFERENCE: httpd starts each prg: map once, in the parent, and every child process talks to
+// that one program under the rewrite-map mutex. plume starts it in each serving process (-X:
+// one; with worker processes, one per worker), one question at a time within the process; a
+// program that keeps state across lookups sees each worker's share of them.
 const programs = new Map<RewriteMapEntry, MapProgram>();
 let programErrorLog: (msg: string) => void = () => { /* set by startPrograms */ };
 
