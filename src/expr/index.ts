@@ -39,6 +39,9 @@ export interface ExprParseOptions {
   readonly module?: string;
   /** The configuration being read: the 'expr' providers of its loaded modules join the core's. */
   readonly ctx?: ConfigContext;
+  /** Providers consulted before the core's and the modules' (httpd's lookup function given to
+   *  ap_expr_parse: mod_include's v(), reqenv() and env() over the SSI variables). */
+  readonly first?: readonly ExprProvider[];
 }
 
 interface ExprInfo {
@@ -80,7 +83,7 @@ export interface ExprFailure {
 
 let plainCore: ExprProvider | undefined;
 
-function providersFor(ctx: ConfigContext | undefined): ExprProvider[] {
+function providersFor(ctx: ConfigContext | undefined, first: readonly ExprProvider[] = []): ExprProvider[] {
   const extra: ExprProvider[] = [];
   const ssl: ((c: ConnRec) => boolean)[] = [];
   const group = ctx?.providers.get('expr') as ReadonlyMap<string, ExprProvider & { connIsSsl?: (c: ConnRec) => boolean }> | undefined;
@@ -91,7 +94,7 @@ function providersFor(ctx: ConfigContext | undefined): ExprProvider[] {
     }
   }
   const core = ssl.length === 0 ? (plainCore ??= coreProvider([])) : coreProvider(ssl);
-  return [core, ...extra];
+  return first.length === 0 ? [core, ...extra] : [...first, core, ...extra];
 }
 
 // ---- parsing -------------------------------------------------------------------------------------
@@ -100,7 +103,7 @@ function providersFor(ctx: ConfigContext | undefined): ExprProvider[] {
  *  configuration time. The error is httpd's parser message, without any prefix. */
 export function parseExpr(text: string, opts: ExprParseOptions = {}): ParseResult<BoolExpr> {
   const flags = (opts.flags ?? 0) & ~EXPR_FLAG_STRING_RESULT;
-  const res = new Parser(text, false, flags, providersFor(opts.ctx)).parseCond();
+  const res = new Parser(text, false, flags, providersFor(opts.ctx, opts.first)).parseCond();
   if (!res.ok) return res;
   const sslCompat = (flags & EXPR_FLAG_SSL_EXPR_COMPAT) !== 0;
   const async = isAsync(res.node);
@@ -117,7 +120,7 @@ export function parseExpr(text: string, opts: ExprParseOptions = {}): ParseResul
  *  and $0-$9. */
 export function parseStringExpr(text: string, opts: ExprParseOptions = {}): ParseResult<StringExpr> {
   const flags = (opts.flags ?? 0) | EXPR_FLAG_STRING_RESULT;
-  const res = new Parser(text, true, flags, providersFor(opts.ctx)).parseString();
+  const res = new Parser(text, true, flags, providersFor(opts.ctx, opts.first)).parseString();
   if (!res.ok) return res;
   return {
     ok: true,

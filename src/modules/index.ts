@@ -13,6 +13,8 @@ import mpmEvent from '../mpm/mpm_event.js';
 import mpmWorker from '../mpm/mpm_worker.js';
 import mpmPrefork from '../mpm/mpm_prefork.js';
 import mime from './http/mod_mime.js';
+import include from './filters/mod_include/mod_include.js';
+import request from './filters/mod_request.js';
 import dir from './mappers/mod_dir.js';
 import autoindex from './generators/mod_autoindex.js';
 import status from './generators/mod_status.js';

@@ -26,6 +26,7 @@ import { toHttpDate } from '../../server/log/time.js';
 import { makeEtag, etagBitsFor } from '../../server/http/etag.js';
 import { DIR_MAGIC_TYPE, escapePath } from '../mappers/mod_dir.js';
 import { fsPath, mtimeMicrosOf } from '../../server/request/stat-cache.js';
+import { strfsize } from '../../lib/apr-strings.js';
 
 // ---- options ------------------------------------------------------------------------------
 export const NO_OPTIONS = 1 << 0;
@@ -821,26 +822,6 @@ function compareEntries(e1: Ent, e2: Ent, s: SortSpec): number {
   return result;
 }
 
-/** apr_strfsize: a size in four characters. */
-export function strfsize(size: number): string {
-  if (size < 0) return '  - ';
-  if (size < 973) return String(size).padStart(3, ' ') + ' ';
-  const ord = 'KMGTPE';
-  let o = 0;
-  let n = size;
-  for (;;) {
-    let remain = n % 1024;
-    n = Math.floor(n / 1024);
-    if (n >= 973) { ++o; continue; }
-    if (n < 9 || (n === 9 && remain < 973)) {
-      remain = Math.floor((remain * 5 + 256) / 512);
-      if (remain >= 10) { ++n; remain = 0; }
-      return `${n}.${remain}${ord[o]}`;
-    }
-    if (remain >= 512) ++n;
-    return String(n).padStart(3, ' ') + ord[o];
-  }
-}
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const p2 = (n: number): string => (n < 10 ? '0' + n : String(n));

@@ -6,9 +6,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import autoindex, {
   FANCY_INDEXING, FOLDERS_FIRST, SUPPRESS_SIZE, SUPPRESS_LAST_MOD, NO_OPTIONS, VERSION_SORT,
-  mergeDirConfig, strfsize, strnatcmp, strMatch, fnmatch, type AutoindexDir,
+  mergeDirConfig, strnatcmp, strMatch, fnmatch, type AutoindexDir,
 } from '../../../src/modules/generators/mod_autoindex.js';
 import { Scope, indexModule, makeCtx } from '../mappers/helpers.js';
+import { strfsize } from '../../../src/lib/apr-strings.js';
 
 indexModule(autoindex);
 
