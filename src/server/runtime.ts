@@ -52,8 +52,8 @@ export class Runtime {
 
   /** A subrequest for a URI relative to r (ap_sub_req_lookup_uri): runs every phase up to
    *  fixups; its status is OK (200) or the error it met. */
-  lookupUri(r: Request, uri: string): Promise<Request> {
-    return lifecycle.subRequestLookupUri(this, r, uri);
+  lookupUri(r: Request, uri: string, method?: string): Promise<Request> {
+    return lifecycle.subRequestLookupUri(this, r, uri, method);
   }
 
   /** A subrequest for a file in the same directory (ap_sub_req_lookup_file). */

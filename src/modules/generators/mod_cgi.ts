@@ -11,6 +11,7 @@ import type { Request } from '../../server/request/request.js';
 import {
   cgiHandler, isCgiRequest, createCgiServerConfig, mergeCgiServerConfig, type CgiDirConfig, type CgiFlavour, type CgiServerConfig,
 } from './cgi-common.js';
+import { handleExec } from './cgi-ssi-exec.js';
 
 type Cmd = CmdParms<CgiServerConfig, CgiDirConfig>;
 
@@ -107,6 +108,8 @@ const self = defineModule<CgiServerConfig, CgiDirConfig>({
   hooks: {
     handler: (r: Request) => (isCgiRequest(r) ? cgiHandler(flavour, r) : DECLINED),
   },
+  // <!--#exec --> for mod_include (httpd's cgi_optfns_retrieve).
+  providers: [{ group: 'ssi_element', name: 'exec', version: '0', provider: handleExec }],
 });
 
 export default self;

@@ -16,6 +16,7 @@ import {
   cgiHandler, isCgiRequest, createCgiServerConfig, mergeCgiServerConfig, type CgiDirConfig, type CgiFlavour, type CgiServerConfig,
 } from './cgi-common.js';
 import { errnoText, scriptLogDirectives, scriptTimeoutDirective } from './mod_cgi.js';
+import { handleExec } from './cgi-ssi-exec.js';
 
 /** httpd's DEFAULT_SCRIPTSOCK, under DefaultRuntimeDir. */
 const DEFAULT_SCRIPTSOCK = 'cgisock';
@@ -66,6 +67,8 @@ const self = defineModule<CgiServerConfig, CgiDirConfig>({
   hooks: {
     handler: (r: Request) => (isCgiRequest(r) ? cgiHandler(flavour, r) : DECLINED),
   },
+  // <!--#exec --> for mod_include (httpd's cgi_optfns_retrieve).
+  providers: [{ group: 'ssi_element', name: 'exec', version: '0', provider: handleExec }],
   configHooks: {
     preConfig: () => { scriptSock = undefined; },
   },

@@ -138,6 +138,9 @@ export function mergeCoreDirConfig(base: Readonly<CoreDirConfig>, add: Readonly<
     optsAdd = (base.optsAdd & ~add.optsRemove) | add.optsAdd;
     optsRemove = (base.optsRemove & ~add.optsAdd) | add.optsRemove;
     opts = (base.opts & ~optsRemove) | optsAdd;
+    // Includes with exec inherited, IncludesNOEXEC added here: exec goes (CVE-2009-1195).
+    const inc = OPT_INCLUDES | OPT_INC_WITH_EXEC;
+    if ((base.opts & inc) === inc && (add.opts & inc) === OPT_INCLUDES) opts &= ~OPT_INC_WITH_EXEC;
   } else {
     // Absolute options replace the inherited ones.
     opts = add.opts;

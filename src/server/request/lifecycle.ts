@@ -362,8 +362,9 @@ async function internalRedirectTo(rt: Runtime, r: Request, uri: string): Promise
   await die(rt, n, status, n.status);
 }
 
-/** ap_sub_req_lookup_uri: a subrequest through every phase up to fixups. */
-export async function subRequestLookupUri(rt: Runtime, r: Request, uri: string): Promise<Request> {
+/** ap_sub_req_lookup_uri (ap_sub_req_method_uri with a method): a subrequest through every
+ *  phase up to fixups. */
+export async function subRequestLookupUri(rt: Runtime, r: Request, uri: string, method = 'GET'): Promise<Request> {
   // A relative URI is taken from r's directory (re-escaped, since r.uri is decoded).
   if (!uri.startsWith('/')) {
     const dir = r.uri.slice(0, r.uri.lastIndexOf('/') + 1).replace(/[%?]/g, (c) => (c === '%' ? '%25' : '%3f'));
@@ -374,7 +375,7 @@ export async function subRequestLookupUri(rt: Runtime, r: Request, uri: string):
   // The subrequest's URI is parsed afresh: no port from the Host header (ap_get_server_port
   // then falls back to the server's).
   n.parsedPort = 0;
-  n.method = 'GET';
+  n.method = method;
   n.headerOnly = false;
   n.body = null;
   n.subprocessEnv = new Map(r.subprocessEnv);

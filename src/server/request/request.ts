@@ -177,6 +177,8 @@ export class Request {
   next: Request | null = null;
   main: Request | null = null;
   body: RequestBody | null = null;
+  /** The request body as mod_request kept it for subrequests (httpd's r->kept_body), or null. */
+  keptBody: Buffer[] | null = null;
 
   // ---- output ------------------------------------------------------------------------------
   outputFilters: FilterInstance[] = [];

@@ -19,8 +19,9 @@ export interface SsiContext {
   readonly printing: boolean;
   /** `Options IncludesNOEXEC`: exec and the inclusion of non-text responses are refused. */
   readonly noExec: boolean;
-  /** Expands $name and ${name} with the SSI variables (ap_ssi_parse_string). */
-  parseString(s: string): string;
+  /** Expands $name and ${name} with the SSI variables (ap_ssi_parse_string); an unset one is
+   *  dropped, or with `leaveName` kept as written (SSI_EXPAND_LEAVE_NAME). */
+  parseString(s: string, leaveName?: boolean): string;
   /** An SSI variable's value (undefined when unset). */
   variable(name: string): string | undefined;
   /** Decodes HTML entities as the elements do for attribute values (decodehtml). */

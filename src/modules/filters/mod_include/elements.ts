@@ -269,7 +269,8 @@ export async function handleInclude(ctx: DocState, args: readonly SsiArg[]): Pro
       if (rel === undefined) error = `unable to include file "${raw}" in parsed file ${r.filename}`;
       else rr = await r.rt.lookupFile(r, path.join(dirOf(r), rel));
     } else if ((tag === 'virtual' && !lastError) || (tag === 'onerror' && lastError)) {
-      rr = await r.rt.lookupUri(r, target);
+      // With a kept body (mod_request), the subrequest repeats the request's method.
+      rr = await r.rt.lookupUri(r, target, r.keptBody !== null ? r.method : undefined);
     } else {
       continue;
     }

@@ -134,8 +134,8 @@ class Doc implements DocState {
   }
 
   // ---- SsiContext ----
-  parseString(s: string): string {
-    return expandVariables(this, s);
+  parseString(s: string, leaveName = false): string {
+    return expandVariables(this, s, leaveName);
   }
   decodeHtml(s: string): string {
     return decodeHtml(s);
@@ -217,8 +217,9 @@ class Doc implements DocState {
 }
 
 /** ap_ssi_parse_string: $name and ${name} replaced by the variables' values (nothing for an
- *  unset one), `\$` a literal dollar; a `${` without its `}` ends the string there. */
-function expandVariables(doc: Doc, s: string): string {
+ *  unset one, or with `leaveName` the name as written — `${name` loses its brace, as in
+ *  httpd), `\$` a literal dollar; a `${` without its `}` ends the string there. */
+function expandVariables(doc: Doc, s: string, leaveName = false): string {
   if (!s.includes('$') && !s.includes('\\')) return s;
   let out = '';
   let i = 0;
@@ -246,7 +247,9 @@ function expandVariables(doc: Doc, s: string): string {
       next = e;
     }
     if (key === '') { out += '$'; i++; continue; }
-    out += doc.variable(key) ?? '';
+    const v = doc.variable(key);
+    if (v !== undefined) out += v;
+    else if (leaveName) out += s.slice(i, s[i + 1] === '{' ? next - 1 : next);
     i = next;
   }
   return out;
