@@ -75,14 +75,14 @@ async function includeCgi(ctx: SsiContext, uri: string): Promise<boolean> {
   return true;
 }
 
-/** `<!--#exec cmd=".." -->` / `<!--#exec cgi=".." -->` */
-export const handleExec: SsiElementHandler = async (ctx: SsiContext, args: readonly SsiArg[]): Promise<void> => {
+/** `<!--#exec cmd=".." -->` / `<!--#exec cgi=".." -->`, logging as `mod` (cgi or cgid). */
+export const execElement = (mod: string): SsiElementHandler => async (ctx: SsiContext, args: readonly SsiArg[]): Promise<void> => {
   const r = ctx.r;
-  if (args.length === 0) r.log('include', ctx.printing ? APLOG_ERR : APLOG_WARNING, `AH03195: missing argument for exec element in ${r.filename}`);
+  if (args.length === 0) r.log(mod, ctx.printing ? APLOG_ERR : APLOG_WARNING, `AH03195: missing argument for exec element in ${r.filename}`);
   if (!ctx.printing) return;
   if (args.length === 0) { ctx.emitError(); return; }
   if (ctx.noExec) {
-    r.log('include', APLOG_ERR, `AH01228: exec used but not allowed in ${r.filename}`);
+    r.log(mod, APLOG_ERR, `AH01228: exec used but not allowed in ${r.filename}`);
     ctx.emitError();
     return;
   }
@@ -91,18 +91,18 @@ export const handleExec: SsiElementHandler = async (ctx: SsiContext, args: reado
     const val = ctx.decodeHtml(a.value);
     if (a.name === 'cmd') {
       if (!(await includeCmd(ctx, ctx.parseString(val, true)))) {
-        r.log('include', APLOG_ERR, `AH01229: execution failure for parameter "${a.name}" to tag exec in file ${r.filename}`);
+        r.log(mod, APLOG_ERR, `AH01229: execution failure for parameter "${a.name}" to tag exec in file ${r.filename}`);
         ctx.emitError();
         break;
       }
     } else if (a.name === 'cgi') {
       if (!(await includeCgi(ctx, ctx.parseString(val)))) {
-        r.log('include', APLOG_ERR, `AH01230: invalid CGI ref "${val}" in ${r.filename}`);
+        r.log(mod, APLOG_ERR, `AH01230: invalid CGI ref "${val}" in ${r.filename}`);
         ctx.emitError();
         break;
       }
     } else {
-      r.log('include', APLOG_ERR, `AH01231: unknown parameter "${a.name}" to tag exec in ${r.filename}`);
+      r.log(mod, APLOG_ERR, `AH01231: unknown parameter "${a.name}" to tag exec in ${r.filename}`);
       ctx.emitError();
       break;
     }

@@ -11,7 +11,7 @@ import type { Request } from '../../server/request/request.js';
 import {
   cgiHandler, isCgiRequest, createCgiServerConfig, mergeCgiServerConfig, type CgiDirConfig, type CgiFlavour, type CgiServerConfig,
 } from './cgi-common.js';
-import { handleExec } from './cgi-ssi-exec.js';
+import { execElement } from './cgi-ssi-exec.js';
 
 type Cmd = CmdParms<CgiServerConfig, CgiDirConfig>;
 
@@ -109,7 +109,7 @@ const self = defineModule<CgiServerConfig, CgiDirConfig>({
     handler: (r: Request) => (isCgiRequest(r) ? cgiHandler(flavour, r) : DECLINED),
   },
   // <!--#exec --> for mod_include (httpd's cgi_optfns_retrieve).
-  providers: [{ group: 'ssi_element', name: 'exec', version: '0', provider: handleExec }],
+  providers: [{ group: 'ssi_element', name: 'exec', version: '0', provider: execElement('cgi') }],
 });
 
 export default self;

@@ -16,7 +16,7 @@ import {
   cgiHandler, isCgiRequest, createCgiServerConfig, mergeCgiServerConfig, type CgiDirConfig, type CgiFlavour, type CgiServerConfig,
 } from './cgi-common.js';
 import { errnoText, scriptLogDirectives, scriptTimeoutDirective } from './mod_cgi.js';
-import { handleExec } from './cgi-ssi-exec.js';
+import { execElement } from './cgi-ssi-exec.js';
 
 /** httpd's DEFAULT_SCRIPTSOCK, under DefaultRuntimeDir. */
 const DEFAULT_SCRIPTSOCK = 'cgisock';
@@ -68,7 +68,7 @@ const self = defineModule<CgiServerConfig, CgiDirConfig>({
     handler: (r: Request) => (isCgiRequest(r) ? cgiHandler(flavour, r) : DECLINED),
   },
   // <!--#exec --> for mod_include (httpd's cgi_optfns_retrieve).
-  providers: [{ group: 'ssi_element', name: 'exec', version: '0', provider: handleExec }],
+  providers: [{ group: 'ssi_element', name: 'exec', version: '0', provider: execElement('cgid') }],
   configHooks: {
     preConfig: () => { scriptSock = undefined; },
   },

@@ -28,6 +28,10 @@ export interface DocState extends SsiContext {
 
 const file = (ctx: SsiContext): string => ctx.r.filename;
 
+/** APR_EABOVEROOT, the status apr_filepath_merge gives a path that leaves the directory (an
+ *  absolute one included, as httpd logs it). */
+const ABOVE_ROOT = { code: 20023, text: 'The given path was above the root path' };
+
 /** The log level of a missing-argument message: an error where it prints, a warning in a
  *  branch that is not printed. */
 const levelFor = (ctx: SsiContext): number => (ctx.printing ? APLOG_ERR : APLOG_WARNING);
@@ -192,7 +196,7 @@ async function findFile(ctx: SsiContext, element: string, tag: string, value: st
   if (tag === 'file') {
     const rel = secureRelative(value);
     if (rel === undefined) {
-      r.log('include', APLOG_ERR, `AH02668: unable to access file "${value}" in parsed file ${r.filename}`);
+      r.log('include', APLOG_ERR, `AH02668: unable to access file "${value}" in parsed file ${r.filename}`, ABOVE_ROOT);
       return undefined;
     }
     const rr = await r.rt.lookupFile(r, dirOf(r) + rel);
@@ -264,9 +268,10 @@ export async function handleInclude(ctx: DocState, args: readonly SsiArg[]): Pro
     const target = ctx.parseString(raw);
     let rr: Request | undefined;
     let error: string | undefined;
+    let why: { code: number; text: string } | undefined;
     if (tag === 'file') {
       const rel = secureRelative(target);
-      if (rel === undefined) error = `unable to include file "${raw}" in parsed file ${r.filename}`;
+      if (rel === undefined) { error = `unable to include file "${raw}" in parsed file ${r.filename}`; why = ABOVE_ROOT; }
       else rr = await r.rt.lookupFile(r, path.join(dirOf(r), rel));
     } else if ((tag === 'virtual' && !lastError) || (tag === 'onerror' && lastError)) {
       // With a kept body (mod_request), the subrequest repeats the request's method.
@@ -288,7 +293,7 @@ export async function handleInclude(ctx: DocState, args: readonly SsiArg[]): Pro
       }
     }
     if (error !== undefined) {
-      r.log('include', APLOG_ERR, error);
+      r.log('include', APLOG_ERR, error, why);
       if (lastError) break;
       lastError = true;
     } else {

@@ -120,6 +120,8 @@ class Doc implements DocState {
   pendingBytes = 0;
   started = false;
   ended = false;
+  /** Input read since output last went on. */
+  bytesRead = 0;
 
   constructor(readonly r: Request, readonly filter: FilterInstance, readonly handlers: ReadonlyMap<string, SsiElementHandler>) {
     const conf = self.dir(r);
@@ -313,18 +315,14 @@ async function condition(doc: Doc, text: string): Promise<boolean | undefined> {
     r.log('include', APLOG_ERR, `AH01337: Could not parse expr "${text}" in ${r.filename}: ${e}`);
     return undefined;
   }
-  // Captures of an earlier match stay readable ($1) until a regex of this expression matches.
-  const re: Backref = doc.re ?? { source: undefined, match: null, pattern: '', groups: 0, haveMatch: false };
+  // httpd hands the expression the document's match buffers but never its group count or
+  // pattern: after a match $0 is readable, $1-$9 are "out of range (last regex was: '(null)')".
+  const re: Backref = doc.re ?? { source: undefined, match: null, pattern: '(null)', groups: 0, haveMatch: false };
   if (!re.haveMatch) re.source = undefined;
-  const before = re.match;
   const v = await evalBool(e, r, re);
   if (isFailure(v)) {
     r.log('include', APLOG_ERR, `AH01338: Could not evaluate expr "${text}" in ${r.filename}: ${v.error}`);
     return undefined;
-  }
-  if (re.match !== before && re.match !== null) {
-    re.groups = re.match.length - 1;
-    re.pattern = text;
   }
   if (re.source !== undefined) re.haveMatch = true;
   doc.re = re;
@@ -504,17 +502,24 @@ async function runElement(doc: Doc, ev: Extract<SsiEvent, { k: 'element' }>): Pr
   if (doc.printing) doc.emitError();
 }
 
-/** Output goes on once this much is waiting (httpd's AP_MIN_BYTES_TO_WRITE is 8000). */
-const PASS_AT = 64 * 1024;
+/** httpd's AP_MIN_BYTES_TO_WRITE: output read from more than this much input goes on; and
+ *  the size of its file reads (APR_BUCKET_BUFF_SIZE). */
+const MIN_BYTES_TO_WRITE = 8000;
 
-async function runEvents(doc: Doc, events: readonly SsiEvent[]): Promise<void> {
+/** Runs the events of one piece of the document. Output goes on as httpd's filter passes it
+ *  (which decides between Content-Length and chunked): before each element, what the page
+ *  printed so far; after more than 8000 bytes of input. */
+async function runEvents(doc: Doc, events: readonly SsiEvent[], inputBytes: number): Promise<void> {
+  if (doc.bytesRead > MIN_BYTES_TO_WRITE && doc.pending.length > 0) await doc.flush();
+  if (doc.bytesRead > MIN_BYTES_TO_WRITE) doc.bytesRead = 0;
+  doc.bytesRead += inputBytes;
   for (const ev of events) {
     if (ev.k === 'text') {
       if (doc.printing) doc.emit(ev.data);
     } else {
+      if (doc.pending.length > 0) await doc.flush();
       await runElement(doc, ev);
     }
-    if (doc.pendingBytes >= PASS_AT) await doc.flush();
   }
 }
 
@@ -535,9 +540,10 @@ async function includesFilter(f: FilterInstance<Doc | null>, bb: Brigade): Promi
     doc.started = true;
     await setUp(doc);
   }
+  doc.bytesRead = 0;
   for (const b of bb) {
     if (b.kind === 'data' || b.kind === 'file') {
-      await bucketPieces(b, (data) => runEvents(doc!, doc!.scanner.feed(data)));
+      await bucketPieces(b, (data) => runEvents(doc!, doc!.scanner.feed(data), data.length), MIN_BYTES_TO_WRITE);
     } else if (b.kind === 'flush') {
       await doc.flush();
       await f.pass([b]);

@@ -58,14 +58,14 @@ export function escapeHtml2(s: string): string {
 /** ap_escape_uri (ap_os_escape_path, partial). */
 export { escapeUri };
 
-/** ap_escape_urlencoded: all but alphanumerics and .-*_ as %XX (uppercase), space as +. */
+/** ap_escape_urlencoded: all but alphanumerics and .-*_ as %xx (lowercase hex), space as +. */
 export function escapeUrlencoded(s: string): string {
   let out = '';
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 0x2e || c === 0x2d || c === 0x2a || c === 0x5f) out += s[i];
     else if (c === 0x20) out += '+';
-    else out += '%' + (c < 16 ? '0' : '') + (c & 0xff).toString(16).toUpperCase();
+    else out += '%' + (c < 16 ? '0' : '') + (c & 0xff).toString(16);
   }
   return out;
 }
