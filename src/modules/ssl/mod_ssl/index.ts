@@ -26,6 +26,7 @@ import { makeHooks } from './hooks.js';
 import { SslConn, sslVar } from './vars.js';
 import { compileRequire } from './require.js';
 import { makeExprProvider } from './expr.js';
+import { makeProxyProvider } from './proxy.js';
 
 // ---- per-generation state ------------------------------------------------------------------
 
@@ -313,6 +314,11 @@ const hooks = makeHooks({
   sniPolicy: (r) => self.server(r.rt.ctx.mainServer)?.sniPolicy ?? 'secure',
 });
 
+/** A server's SSLProxy* settings (for the ssl_proxy provider). */
+function proxyConfigOf(s: ServerRec): SslProxyConfig | undefined {
+  return self.server(s)?.proxy;
+}
+
 const layerProvider: ConnectionLayerProvider = {
   open: (ctx) => state(ctx)?.layer ?? null,
 };
@@ -525,6 +531,7 @@ const self = defineModule<S, D>({
   providers: [
     { group: 'connection_layer', name: 'ssl', version: '0', provider: layerProvider },
     { group: 'expr', name: 'ssl', version: '0', provider: makeExprProvider((r, n) => requestSslVar(r, n), conn) },
+    { group: 'ssl_proxy', name: 'ssl', version: '0', provider: makeProxyProvider((s): SslProxyConfig | undefined => proxyConfigOf(s)) },
   ],
 });
 

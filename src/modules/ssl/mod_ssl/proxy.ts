@@ -1,0 +1,133 @@
+// The client side of mod_ssl (SSLProxy*, ssl_engine_io.c's proxy handshake): TLS to an HTTPS
+// backend for mod_proxy, which finds it in the provider registry (group "ssl_proxy") and never
+// imports mod_ssl. The checks after the handshake are httpd's, with 2.4's defaults (the
+// specification's row): SSLProxyCheckPeerExpire and SSLProxyCheckPeerName (or the older
+// SSLProxyCheckPeerCN) are on unless turned off, so a backend whose certificate is outdated or
+// names another host gets a 502 from the proxy, with httpd's log line.
+
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as net from 'node:net';
+import * as tls from 'node:tls';
+import type { ServerRec } from '../../../server/server-rec.js';
+import { PROTO_DEFAULT, PROTO_TLSV1, PROTO_TLSV1_1, PROTO_TLSV1_2, PROTO_TLSV1_3, type SslProxyConfig } from './config.js';
+
+/** Why a proxy handshake did not give a usable connection: the status for the client (502)
+ *  and httpd's log line. */
+export class SslProxyError extends Error {
+  readonly status = 502;
+}
+
+export interface SslProxyProvider {
+  /** SSLProxyEngine on for this server. */
+  enabled(s: ServerRec): boolean;
+  /**
+   * TLS over a connected socket to a backend named `host` (SNI unless an IP address, and the
+   * name the certificate must match); resolves with the TLS socket once the handshake and the
+   * peer checks pass, rejects with an SslProxyError otherwise (the socket is then closed).
+   */
+  connect(s: ServerRec, socket: net.Socket, host: string): Promise<tls.TLSSocket>;
+}
+
+declare module '../../../server/module.js' {
+  interface ProviderGroups {
+    ssl_proxy: SslProxyProvider;
+  }
+}
+
+/** The lowest and highest protocol of an SSLProxyProtocol set. */
+function versions(mask: number): { minVersion: tls.SecureVersion; maxVersion: tls.SecureVersion } {
+  const all: [number, tls.SecureVersion][] = [[PROTO_TLSV1, 'TLSv1'], [PROTO_TLSV1_1, 'TLSv1.1'], [PROTO_TLSV1_2, 'TLSv1.2'], [PROTO_TLSV1_3, 'TLSv1.3']];
+  const on = all.filter(([b]) => mask & b);
+  return { minVersion: on[0]?.[1] ?? 'TLSv1.2', maxVersion: on[on.length - 1]?.[1] ?? 'TLSv1.3' };
+}
+
+function pemFiles(file: string | undefined, dir: string | undefined): string[] {
+  const out: string[] = [];
+  if (file !== undefined) out.push(fs.readFileSync(file, 'latin1'));
+  if (dir !== undefined) {
+    for (const n of fs.readdirSync(dir).sort()) {
+      try { out.push(fs.readFileSync(path.join(dir, n), 'latin1')); } catch { /* not a file */ }
+    }
+  }
+  return out;
+}
+
+/** The client options for one server's SSLProxy* settings (built once per configuration). */
+export function proxyOptions(p: Readonly<SslProxyConfig>): tls.ConnectionOptions {
+  const ca = pemFiles(p.caFile, p.caPath);
+  const crl = p.crlCheck !== undefined && p.crlCheck.mode !== 'none' ? pemFiles(p.crlFile, p.crlPath) : [];
+  const machine = pemFiles(p.machineCertFile, p.machineCertPath).join('\n');
+  const chain = p.machineChainFile !== undefined ? fs.readFileSync(p.machineChainFile, 'latin1') : '';
+  const cipherList = p.cipherSuite ?? 'DEFAULT';
+  const opts: tls.ConnectionOptions = {
+    ...versions(p.protocol ?? PROTO_DEFAULT),
+    ciphers: p.tls13Ciphers !== undefined ? `${p.tls13Ciphers}:${cipherList}` : cipherList,
+    ca: ca.length > 0 ? ca : undefined,
+    crl: crl.length > 0 ? crl : undefined,
+    // SSLProxyVerify none (the default) accepts any certificate; require fails the handshake.
+    rejectUnauthorized: p.verify === 'require',
+    // The name checks are httpd's own (below), not Node's.
+    checkServerIdentity: () => undefined,
+  };
+  if (machine !== '') {
+    opts.cert = chain !== '' ? `${machine}\n${chain}` : machine;
+    opts.key = machine;
+  }
+  return opts;
+}
+
+/** modssl_X509_match_name: the host in the certificate's subjectAltName DNS/IP entries, or
+ *  its CN when it has none; wildcards in the leftmost label. */
+export function matchesName(cert: import('node:crypto').X509Certificate, host: string): boolean {
+  return cert.checkHost(host, { subject: 'default', wildcards: true, partialWildcards: false }) !== undefined
+    || (net.isIP(host) !== 0 && cert.checkIP(host) !== undefined);
+}
+
+/** The checks after the handshake (ssl_io_filter_handshake, proxy side); the log line of the
+ *  first that fails, or undefined. */
+export function peerCheck(p: Readonly<SslProxyConfig>, sock: tls.TLSSocket, host: string): string | undefined {
+  const cert = sock.getPeerX509Certificate();
+  if (p.checkPeerExpire !== false) {
+    const now = Date.now();
+    if (cert === undefined || Date.parse(cert.validFrom) >= now || Date.parse(cert.validTo) <= now) {
+      return 'AH02004: SSL Proxy: Peer certificate is expired';
+    }
+  }
+  if (p.checkPeerName !== false && (p.checkPeerCn !== false || p.checkPeerName === true)) {
+    if (cert === undefined || !matchesName(cert, host)) return `AH02411: SSL Proxy: Peer certificate does not match for hostname ${host}`;
+  } else if (p.checkPeerCn === true) {
+    const cn = /(?:^|\n)CN=([^\n]*)/.exec(cert?.subject ?? '')?.[1] ?? '';
+    let match = cn.toLowerCase() === host.toLowerCase();
+    if (!match && cn.startsWith('*.')) {
+      const dot = host.indexOf('.');
+      match = dot >= 0 && host.slice(dot).toLowerCase() === cn.slice(1).toLowerCase();
+    }
+    if (!match) return `AH02005: SSL Proxy: Peer certificate CN mismatch: Certificate CN: ${cn} Requested hostname: ${host}`;
+  }
+  return undefined;
+}
+
+/** The provider for one configuration generation. */
+export function makeProxyProvider(conf: (s: ServerRec) => Readonly<SslProxyConfig> | undefined): SslProxyProvider {
+  const built = new WeakMap<Readonly<SslProxyConfig>, tls.ConnectionOptions>();
+  return {
+    enabled: (s) => conf(s)?.engine === true,
+    connect(s, socket, host) {
+      const p = conf(s);
+      if (p === undefined || p.engine !== true) return Promise.reject(new SslProxyError('AH00961: HTTPS: failed to enable ssl support (is mod_ssl loaded?)'));
+      let opts = built.get(p);
+      if (opts === undefined) { opts = proxyOptions(p); built.set(p, opts); }
+      return new Promise((resolve, reject) => {
+        const t = tls.connect({ ...opts, socket, servername: net.isIP(host) === 0 ? host : undefined });
+        t.once('secureConnect', () => {
+          const failed = peerCheck(p, t, host);
+          if (failed !== undefined) { t.destroy(); reject(new SslProxyError(failed)); return; }
+          t.removeAllListeners('error');
+          resolve(t);
+        });
+        t.once('error', (e) => { t.destroy(); reject(new SslProxyError(`AH02003: SSL Proxy connect failed: ${e.message}`)); });
+      });
+    },
+  };
+}

@@ -1,0 +1,75 @@
+// mod_ssl's client side for mod_proxy (SSLProxy*), against a real TLS server on loopback:
+// the defaults check the backend certificate's name and dates (SSLProxyCheckPeerName and
+// SSLProxyCheckPeerExpire on, the specification's row) and answer 502 with httpd's log line;
+// turning the checks off lets the same backend through; SSLProxyVerify require needs the CA.
+
+import { test } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import * as tls from 'node:tls';
+import { makeProxyProvider, SslProxyError } from '../../../src/modules/ssl/mod_ssl/proxy.js';
+import { createServerConfig } from '../../../src/modules/ssl/mod_ssl/config.js';
+import { ServerRec } from '../../../src/server/server-rec.js';
+import { REPO } from '../../process/process-lib.js';
+
+const FIX = path.join(REPO, 'test/fixtures/tls');
+const read = (f: string): Buffer => fs.readFileSync(path.join(FIX, f));
+
+async function backend(cert: string, key: string): Promise<{ port: number; close(): void }> {
+  const srv = tls.createServer({ cert: read(cert), key: read(key) }, (s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  return { port: (srv.address() as net.AddressInfo).port, close: () => srv.close() };
+}
+
+function socketTo(port: number): Promise<net.Socket> {
+  return new Promise((res, rej) => { const s = net.connect({ host: '127.0.0.1', port }, () => res(s)); s.on('error', rej); });
+}
+
+function provider(set: (p: ReturnType<typeof createServerConfig>['proxy']) => void) {
+  const conf = createServerConfig();
+  conf.proxy.engine = true;
+  set(conf.proxy);
+  const s = new ServerRec(0, false, 'test', 0);
+  return { s, p: makeProxyProvider(() => conf.proxy) };
+}
+
+test('default checks: a certificate for the backend name passes, another name is a 502 (AH02411)', async () => {
+  const b = await backend('server.crt', 'server.key');
+  try {
+    const { s, p } = provider(() => {});
+    const ok = await p.connect(s, await socketTo(b.port), 'localhost');
+    assert.ok(ok.encrypted);
+    ok.destroy();
+    await assert.rejects(p.connect(s, await socketTo(b.port), 'other.example'), (e: unknown) => e instanceof SslProxyError && e.status === 502 && /AH02411: SSL Proxy: Peer certificate does not match for hostname other.example/.test(e.message));
+  } finally { b.close(); }
+});
+
+test('SSLProxyCheckPeerExpire: an expired backend certificate is a 502 (AH02004) unless turned off', async () => {
+  const b = await backend('expired.crt', 'expired.key');
+  try {
+    const on = provider(() => {});
+    await assert.rejects(on.p.connect(on.s, await socketTo(b.port), 'localhost'), /AH02004: SSL Proxy: Peer certificate is expired/);
+    const off = provider((c) => { c.checkPeerExpire = false; c.checkPeerName = false; });
+    (await off.p.connect(off.s, await socketTo(b.port), 'localhost')).destroy();
+  } finally { b.close(); }
+});
+
+test('SSLProxyCheckPeerName off, SSLProxyCheckPeerCN on: the CN compared (AH02005)', async () => {
+  const b = await backend('server.crt', 'server.key');
+  try {
+    const { s, p } = provider((c) => { c.checkPeerName = false; c.checkPeerCn = true; });
+    await assert.rejects(p.connect(s, await socketTo(b.port), 'a.example'), /AH02005: SSL Proxy: Peer certificate CN mismatch: Certificate CN: localhost Requested hostname: a.example/);
+  } finally { b.close(); }
+});
+
+test('SSLProxyVerify require: unknown CA fails (AH02003), the CA file makes it pass', async () => {
+  const b = await backend('server.crt', 'server.key');
+  try {
+    const bare = provider((c) => { c.verify = 'require'; });
+    await assert.rejects(bare.p.connect(bare.s, await socketTo(b.port), 'localhost'), /AH02003: SSL Proxy connect failed/);
+    const withCa = provider((c) => { c.verify = 'require'; c.caFile = path.join(FIX, 'ca.crt'); });
+    (await withCa.p.connect(withCa.s, await socketTo(b.port), 'localhost')).destroy();
+  } finally { b.close(); }
+});
