@@ -48,5 +48,10 @@ export function compilePcre(pattern: string, flags = ''): CompiledRegex | null {
   } catch {
     groups = 0;
   }
+  // PCRE refuses a back-reference \1-\9 to a group the pattern does not have; JavaScript
+  // would read it as an octal escape.
+  for (const m of src.matchAll(/(\\*)\\([1-9])/g)) {
+    if (m[1]!.length % 2 === 0 && Number(m[2]) > groups) return null;
+  }
   return { re, groups };
 }
