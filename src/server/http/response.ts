@@ -229,7 +229,9 @@ function writeHead(r: Request): void {
   const server = out.get('Server');
   // Concatenated, not joined: the wire copies the pieces straight into the bytes it sends
   // (cheaper than making one flat string first).
-  let head = proto + ' ' + line + '\r\nDate: ' + httpDate() + '\r\nServer: ' + (server ?? serverBanner(globals(r.rt.ctx).serverTokens)) + '\r\n';
+  // Date is the request's time, as httpd's basic_http_header has it (so an Expires computed
+  // from the request time is exactly max-age after Date).
+  let head = proto + ' ' + line + '\r\nDate: ' + httpDate(r.requestTime > 0 ? r.requestTime : Date.now()) + '\r\nServer: ' + (server ?? serverBanner(globals(r.rt.ctx).serverTokens)) + '\r\n';
   out.forEach((name, value, key) => {
     if (key === 'date' || key === 'server') return;
     head += name + ': ' + value + '\r\n';
