@@ -27,6 +27,7 @@ import alias from './mappers/mod_alias.js';
 import rewrite from './mappers/mod_rewrite/index.js';
 import actions from './mappers/mod_actions.js';
 import negotiation from './mappers/mod_negotiation.js';
+import vhostAlias from './mappers/mod_vhost_alias.js';
 import unixd from './arch/unix/mod_unixd.js';
 import logConfig from './loggers/mod_log_config.js';
 import logio from './loggers/mod_logio.js';
@@ -65,7 +66,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(negotiation), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
+  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers),
   h(caseFilter), h(caseFilterIn),
 ];
 

@@ -38,7 +38,7 @@ export function http2env(name: string): string | undefined {
 
 /** ap_document_root. */
 export function documentRoot(r: Request): string {
-  return coreServer(r.server).documentRoot ?? DEFAULT_DOCROOT;
+  return r.documentRoot ?? coreServer(r.server).documentRoot ?? DEFAULT_DOCROOT;
 }
 
 /** ap_get_server_name_for_url: an IPv6 literal in brackets. */

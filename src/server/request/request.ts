@@ -128,6 +128,8 @@ export class Request {
    *  mod_userdir); undefined = none (CONTEXT_PREFIX "", CONTEXT_DOCUMENT_ROOT the DocumentRoot). */
   contextPrefix: string | undefined = undefined;
   contextDocumentRoot: string | undefined = undefined;
+  /** ap_set_document_root: this request's DocumentRoot (mod_vhost_alias); undefined = the server's. */
+  documentRoot: string | undefined = undefined;
   /** r->vlist_validator: the validator of a negotiated resource's variant list (mod_negotiation),
    *  joined into the ETag of the chosen variant. */
   vlistValidator: string | undefined = undefined;
