@@ -26,6 +26,7 @@ import {
 } from './parse.js';
 import { absoluteUriScheme, escapeBackref, isAbsoluteUri } from './uri.js';
 import { lookupMap, type RewriteMapEntry } from './maps.js';
+import { resolveVariable } from '../../../expr/index.js';
 import { L, rewritelog, traceOn } from './log.js';
 
 // ---- configuration shapes ---------------------------------------------------------------------
@@ -173,7 +174,8 @@ function lookupVariable(varName: string, ctx: Ctx): string {
     const pre = varName.slice(0, 3).toUpperCase();
     const rest = varName.slice(4);
     if (rest !== '' && pre === 'ENV') return r.notes.get(rest) ?? r.subprocessEnv.get(rest) ?? process.env[rest] ?? '';
-    // SSL:… — no TLS in this build, every SSL variable is empty.
+    // SSL:… — mod_ssl's variables through the expression engine (empty without mod_ssl).
+    if (rest !== '' && pre === 'SSL') return exprVariable(r, rest) ?? '';
     return '';
   }
   if (varName[4] === ':') {
@@ -195,7 +197,7 @@ function lookupVariable(varName: string, ctx: Ctx): string {
       if (traceOn(r, 1)) rewritelog(r, 1, ctx.perdir, L.ipv6, `IPV6='${on ? 'on' : 'off'}'`);
       return on ? 'on' : 'off';
     }
-    case 'HTTPS': return 'off';
+    case 'HTTPS': return exprVariable(r, 'HTTPS') ?? 'off';
     case 'TIME_DAY': return pad2(now().getDate());
     case 'TIME_SEC': return pad2(now().getSeconds());
     case 'TIME_MIN': return pad2(now().getMinutes());
@@ -243,6 +245,19 @@ function lookupVariable(varName: string, ctx: Ctx): string {
     case 'CONTEXT_DOCUMENT_ROOT': return r.contextDocumentRoot ?? documentRoot(r);
     default: return '';
   }
+}
+
+/** An ap_expr variable (HTTPS, mod_ssl's SSL_*), resolved once per configuration. */
+const exprVars = new WeakMap<object, Map<string, ((r: Request) => string) | undefined>>();
+function exprVariable(r: Request, name: string): string | undefined {
+  let m = exprVars.get(r.rt.ctx);
+  if (m === undefined) { m = new Map(); exprVars.set(r.rt.ctx, m); }
+  let f = m.get(name);
+  if (f === undefined && !m.has(name)) {
+    f = resolveVariable(name, r.rt.ctx);
+    m.set(name, f);
+  }
+  return f?.(r);
 }
 
 export function documentRoot(r: Request): string {
