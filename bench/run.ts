@@ -81,7 +81,7 @@ function serverLabel(name: ServerName, opts: Options): string {
 const USAGE = `usage: npm run bench -- [options]
   --servers LIST       apache,plume,plume-workers,nginx,bare
                        (default: all; nginx only if installed)
-  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,server-status,conn-per-request,gzip-100k
+  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k
                        (default: all)
   --connections LIST   wrk connection counts (default: 50,500)
   --duration S         seconds per timed run (default: 10)
@@ -852,6 +852,8 @@ async function verify(
     const missing = HTACCESS_HEADERS.filter((h) => v.headers[h] === undefined);
     if (missing.length > 0) problems.push(`no ${missing.join(', ')} header: not every .htaccess was applied`);
   }
+  if (sc.name === 'if-header' && (name === 'apache' || isPlume(name)) && v.headers['x-bench-if'] !== 'matched')
+    problems.push('no X-Bench-If header: the <If> condition was not applied');
   for (const want of sc.bodyHas[name] ?? [])
     if (!v.text.includes(want)) problems.push(`body without "${want}"`);
   if (sc.gzipOf !== undefined && gzipOriginals.has(sc.gzipOf)) {

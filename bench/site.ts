@@ -13,7 +13,7 @@ const APACHE_HTPASSWD = '/usr/bin/htpasswd';
 // ---------------------------------------------------------------- servers and scenarios
 
 export type ServerName = 'apache' | 'plume' | 'plume-workers' | 'nginx' | 'bare';
-export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'server-status' | 'conn-per-request' | 'gzip-100k';
+export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'if-header' | 'server-status' | 'conn-per-request' | 'gzip-100k';
 
 export const ALL_SERVERS: readonly ServerName[] = ['apache', 'plume', 'plume-workers', 'nginx', 'bare'];
 
@@ -150,6 +150,19 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     bodyHas: {},
     description: "WordPress's standard .htaccess block (mod_rewrite, AllowOverride All): a pretty URL served by the front-controller file, keep-alive",
   },
+  'if-header': {
+    name: 'if-header',
+    urlPath: '/ifh/1k.html',
+    status: 200,
+    file: 'ifh/1k.html',
+    contentType: 'text/html',
+    headers: { 'X-Bench': 'on' },
+    skip: ['nginx', 'bare'],
+    notEquivalent: {},
+    sameAsApache: false,
+    bodyHas: {},
+    description: "1 KB file in a <Directory> whose <If> (a request header and a regex on the URI) sets a response header with mod_headers, keep-alive",
+  },
   'server-status': {
     name: 'server-status',
     urlPath: '/server-status?auto',
@@ -198,7 +211,7 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
 };
 
 /** In the order of the report (not Object.keys: '404' would sort first as an integer key). */
-export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'server-status', 'conn-per-request', 'gzip-100k'];
+export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'if-header', 'server-status', 'conn-per-request', 'gzip-100k'];
 
 /** Whether `server` takes part in `sc`. */
 export function runsScenario(sc: Scenario, server: ServerName): boolean {
@@ -343,6 +356,9 @@ export function makeSite(plumeBin: string, withAuth: boolean): Site {
   dir('wp');
   file('wp/.htaccess', WORDPRESS_HTACCESS);
   file('wp/index.php', html);
+  // if-header: an <If> in the <Directory> of ifh/ sets a header
+  dir('ifh');
+  file('ifh/1k.html', html);
   const mimeTypes = path.join(root, 'mime.types');
   fs.writeFileSync(mimeTypes, 'text/html\t\t\t\thtml htm\napplication/octet-stream\t\tbin\n', { mode: 0o644 });
   let htpasswd: string | null = null;
@@ -462,6 +478,13 @@ DirectoryIndex index.html
 <Directory "${site.htdocs}/wp">
     AllowOverride All
     Options FollowSymLinks
+</Directory>
+
+# if-header: an ap_expr condition (parsed once, evaluated per request) decides a header
+<Directory "${site.htdocs}/ifh">
+    <If "%{HTTP:X-Bench} == 'on' && %{REQUEST_URI} =~ m#^/ifh/#">
+        Header set X-Bench-If matched
+    </If>
 </Directory>
 ${withStatus ? `
 # server-status: mod_status, the specification's example
