@@ -24,7 +24,7 @@ import {
   envHas, maskFromScope, maskHas, registerCompatPrecedence, type MethodMask,
 } from './mod_authz_core.js';
 import { connAddr, inDomain, parseSubnet, subnetErrorText, subnetTest, type IpSubnet } from '../../lib/ipsubnet.js';
-import { REMOTE_DOUBLE_REV, getRemoteHost } from './remote-host.js';
+import { REMOTE_DOUBLE_REV, getRemoteHost } from '../../server/remote-host.js';
 
 export type Order = 'deny,allow' | 'allow,deny' | 'mutual-failure';
 

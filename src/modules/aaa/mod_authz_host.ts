@@ -21,7 +21,7 @@ import {
   addrEqual, connAddr, connLocalAddr, inDomain, parseAddr, parseSubnet, subnetErrorText, subnetTest,
   type IpSubnet,
 } from '../../lib/ipsubnet.js';
-import { REMOTE_DOUBLE_REV, getRemoteHost } from './remote-host.js';
+import { REMOTE_DOUBLE_REV, getRemoteHost } from '../../server/remote-host.js';
 import { parseRequireExpr } from './require-expr.js';
 import type { StringExpr } from './auth-string-expr.js';
 

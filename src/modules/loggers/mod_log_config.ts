@@ -12,12 +12,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
-  defineModule, directive, MODULE_API_VERSION, RSRC_CONF, OK, HOOK_MIDDLE,
+  defineModule, directive, MODULE_API_VERSION, RSRC_CONF, OK, HOOK_MIDDLE, type MaybePromise,
 } from '../../server/module.js';
 import { GLOBAL_ONLY, type CmdParms } from '../../server/config/cmd.js';
 import type { ConfigContext } from '../../server/config/context.js';
 import { EXPR_FLAG_DONT_VARY, evalBool, isFailure, parseExprCmd, type BoolExpr, type ExprFailure } from '../../expr/index.js';
 import type { Request } from '../../server/request/request.js';
+import { getRemoteHost, REMOTE_NAME } from '../../server/remote-host.js';
 import type { HeaderTable } from '../../server/request/headers.js';
 import type { ServerRec } from '../../server/server-rec.js';
 import { openLogTarget, FileSink, type LogSink } from '../../server/log/log-writer.js';
@@ -809,7 +810,18 @@ function logConditionHolds(r: Request, res: boolean | ExprFailure): boolean {
 /** multi_log_transaction: the logTransaction hook. httpd runs it for the original request of
  *  an internal-redirect chain: its server's logs and its environment (env=) decide; the items
  *  then look at the final request unless they ask for the original. */
-function logTransaction(hookReq: Request): number {
+function logTransaction(hookReq: Request): MaybePromise<number> {
+  // HostnameLookups On|Double: %h is the client's name, looked up now if nothing (Require
+  // host) did yet — httpd's %h asks ap_get_remote_host(REMOTE_NAME) as it logs.
+  const c = hookReq.connection;
+  if (c.remoteHost === undefined && (hookReq.rt.coreDir(hookReq)?.hostnameLookups ?? 'off') !== 'off') {
+    const looked = getRemoteHost(hookReq, REMOTE_NAME);
+    if (looked instanceof Promise) return looked.then(() => writeLogs(hookReq));
+  }
+  return writeLogs(hookReq);
+}
+
+function writeLogs(hookReq: Request): number {
   let r = hookReq;
   while (r.prev) r = r.prev;
   const mls = self.server(r.server);

@@ -693,7 +693,8 @@ export class HttpConnection implements ConnRec, Wire {
     this.clearTimer();
     r.requestTime = Date.now();
     r.startMicros = nowMicros();
-    this.bytesIn = bytesRead;
+    this.bytesIn = bytesRead + this.carriedIn;
+    this.carriedIn = 0;
     this.bytesOut = 0;
   }
 
@@ -941,6 +942,8 @@ export class HttpConnection implements ConnRec, Wire {
   private requestEnded(r: Request): void {
     this.rtStage = RT_NONE;
     if (this.keepAlive && !this.destroyed && !(this.eof && this.buf.length === 0)) {
+      if (this.buf.length) this.checkPipeline();
+      if (!this.keepAlive) { this.endConnection(); return; }
       this.busy = false;
       if (this.socket.isPaused()) this.socket.resume();
       this.armTimer(r.server.keepAliveTimeout, TIMER_KEEPALIVE);
@@ -951,6 +954,32 @@ export class HttpConnection implements ConnRec, Wire {
       this.endConnection();
     }
   }
+
+  /** ap_check_pipeline on the input already here: blank lines ([CR]LF) after a request are
+   *  consumed, up to 10, looking at them with speculative reads of 1 or 2 bytes. mod_logio
+   *  counts every byte those reads return, the peeked ones too, for the next request (%I):
+   *  a pipelined request shows one byte more than it has, two per CRLF before it more. */
+  private checkPipeline(): void {
+    let pos = 0;
+    let counted = 0;
+    const buf = this.buf;
+    for (let blanks = 0; pos < buf.length; ) {
+      counted += 1;
+      const c = buf[pos];
+      if (c === 0x0a) { counted += 1; pos += 1; }
+      else if (c === 0x0d && pos + 1 < buf.length) {
+        counted += 2;
+        if (buf[pos + 1] !== 0x0a) break;
+        counted += 2;
+        pos += 2;
+      } else break;
+      if (++blanks > DEFAULT_LIMIT_BLANK_LINES) { this.keepAlive = false; break; }
+    }
+    if (pos) this.consume(pos);
+    this.carriedIn = counted;
+  }
+  /** Bytes mod_logio counted for the next request before it began (checkPipeline). */
+  private carriedIn = 0;
 
   private endConnection(): void {
     this.busy = true;

@@ -7,10 +7,10 @@
 // resolver, /etc/hosts included, as APR does): they never block the event loop.
 
 import { promises as dnsp } from 'node:dns';
-import type { MaybePromise } from '../../server/module.js';
-import type { ConnRec, Request } from '../../server/request/request.js';
-import { coreDir } from '../../server/core/core-module.js';
-import { addrEqual, connAddr, parseAddr } from '../../lib/ipsubnet.js';
+import type { MaybePromise } from './module.js';
+import type { ConnRec, Request } from './request/request.js';
+import { coreDir } from './core/config.js';
+import { addrEqual, connAddr, parseAddr } from '../lib/ipsubnet.js';
 
 /** ap_get_remote_host's `type`. */
 export const REMOTE_HOST = 0;
