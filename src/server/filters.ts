@@ -76,8 +76,13 @@ export const FTYPE_NETWORK = 60;
 /** A request or body read failed with an HTTP status (httpd's AP_FILTER_ERROR with an
  *  error bucket). */
 export class FilterError extends Error {
-  constructor(readonly status: number, message?: string) {
+  /** The error the filter returned, as an errno name ('EINVAL', 'ENOSPC', 'APR_EGENERAL'):
+   *  what a reader logging the failure prints before its message ("(22)Invalid argument: "),
+   *  through rt.errno(e). */
+  readonly code: string | undefined;
+  constructor(readonly status: number, message?: string, code?: string) {
     super(message ?? `filter error ${status}`);
+    this.code = code;
   }
 }
 

@@ -578,11 +578,11 @@ async function deflateIn(f: InputFilterInstance<InflateInState>): Promise<Buffer
     st.g = new GzipInflater(c.windowSize, c.bufferSize, (g) => {
       if (limit && g.totalOut > limit) {
         r.log('deflate', APLOG_WARNING, `AH02648: Inflated content length of ${g.totalOut} is larger than the configured limit of ${limit}`);
-        throw new FilterError(413);
+        throw new FilterError(413, undefined, 'ENOSPC');
       }
       if (!ratioOk(g, hits, dc)) {
         r.log('deflate', APLOG_WARNING, `AH02649: Inflated content ratio is larger than the configured limit ${dc.ratioLimit} by ${dc.ratioBurst} time(s)`);
-        throw new FilterError(400);
+        throw new FilterError(400, undefined, 'EINVAL');
       }
     });
     r.headersIn.unset('Content-Length');
@@ -601,26 +601,26 @@ async function deflateIn(f: InputFilterInstance<InflateInState>): Promise<Buffer
         r.log('deflate', APLOG_ERR, g.trailer === null && !g.headerRead
           ? 'AH02619: Encountered premature end-of-stream while reading inflate header'
           : 'AH02481: Encountered premature end-of-stream while inflating');
-        throw new FilterError(400);
+        throw new FilterError(400, undefined, 'APR_EGENERAL');
       }
       st.done = true;
       continue;
     }
     const e = g.write(data);
-    if (e === 'magic') { r.log('deflate', APLOG_WARNING, 'AH01387: Zlib: Invalid header'); throw new FilterError(400); }
-    if (e === 'flags') { r.log('deflate', APLOG_WARNING, `AH01388: Zlib: Invalid flags ${g.flagsHex}`); throw new FilterError(400); }
-    if (e === 'extra') { r.log('deflate', APLOG_ERR, 'AH02482: Encountered extra data after compressed data'); throw new FilterError(400); }
-    if (typeof e === 'object') { r.log('deflate', APLOG_WARNING, `AH01392: Zlib error ${e.zerr} inflating data (${e.msg})`); throw new FilterError(400); }
+    if (e === 'magic') { r.log('deflate', APLOG_WARNING, 'AH01387: Zlib: Invalid header'); throw new FilterError(400, undefined, 'APR_EGENERAL'); }
+    if (e === 'flags') { r.log('deflate', APLOG_WARNING, `AH01388: Zlib: Invalid flags ${g.flagsHex}`); throw new FilterError(400, undefined, 'APR_EGENERAL'); }
+    if (e === 'extra') { r.log('deflate', APLOG_ERR, 'AH02482: Encountered extra data after compressed data'); throw new FilterError(400, undefined, 'APR_EGENERAL'); }
+    if (typeof e === 'object') { r.log('deflate', APLOG_WARNING, `AH01392: Zlib error ${e.zerr} inflating data (${e.msg})`); throw new FilterError(400, undefined, 'APR_EGENERAL'); }
     if (g.trailer !== null && g.trailer.length >= VALIDATION_SIZE && !st.checked) {
       st.checked = true;
       if (r.wantsLog('deflate', APLOG_DEBUG)) r.log('deflate', APLOG_DEBUG, `AH01393: Zlib: Inflated ${g.totalIn} to ${g.totalOut} : URL ${r.uri}`, undefined, 'mod_deflate.c(1467)');
-      if (g.trailer.readUInt32LE(0) !== (g.crc >>> 0)) { r.log('deflate', APLOG_WARNING, 'AH01394: Zlib: CRC error inflating data'); throw new FilterError(400); }
+      if (g.trailer.readUInt32LE(0) !== (g.crc >>> 0)) { r.log('deflate', APLOG_WARNING, 'AH01394: Zlib: CRC error inflating data'); throw new FilterError(400, undefined, 'APR_EGENERAL'); }
       const len = g.trailer.readUInt32LE(4);
       if (len !== g.totalOut % 0x100000000) {
         r.log('deflate', APLOG_WARNING, `AH01395: Zlib: Length ${g.totalOut} of inflated data does not match expected value ${len}`);
-        throw new FilterError(400);
+        throw new FilterError(400, undefined, 'APR_EGENERAL');
       }
-      if (g.trailer.length > VALIDATION_SIZE) { r.log('deflate', APLOG_ERR, 'AH02485: Encountered extra data after compressed data'); throw new FilterError(400); }
+      if (g.trailer.length > VALIDATION_SIZE) { r.log('deflate', APLOG_ERR, 'AH02485: Encountered extra data after compressed data'); throw new FilterError(400, undefined, 'APR_EGENERAL'); }
     }
   }
 }

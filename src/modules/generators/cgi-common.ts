@@ -310,7 +310,7 @@ export async function cgiHandler(fl: CgiFlavour, r: Request): Promise<HookResult
         }
       }
     } catch (e) {
-      r.log(fl.module, APLOG_ERR, 'AH01225: Error reading request entity data');
+      r.log(fl.module, APLOG_ERR, 'AH01225: Error reading request entity data', r.rt.errno(e));
       return e instanceof FilterError ? e.status : 400;
     }
     stdin.end();

@@ -102,6 +102,9 @@ const ERRNO: Record<string, [number, string]> = {
   EPIPE: [32, 'Broken pipe'],
   ETIMEDOUT: [110, 'Connection timed out'],
   EINVAL: [22, 'Invalid argument'],
+  ENOSPC: [28, 'No space left on device'],
+  // APR's own codes, as filters fail (FilterError.code).
+  APR_EGENERAL: [20014, 'Internal error (specific information not available)'],
 };
 
 export function errnoOf(err: unknown): { code: number; text: string } | undefined {
