@@ -81,7 +81,7 @@ function serverLabel(name: ServerName, opts: Options): string {
 const USAGE = `usage: npm run bench -- [options]
   --servers LIST       apache,plume,plume-workers,nginx,bare
                        (default: all; nginx only if installed)
-  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k
+  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k,cgi
                        (default: all)
   --connections LIST   wrk connection counts (default: 50,500)
   --duration S         seconds per timed run (default: 10)

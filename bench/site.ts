@@ -13,7 +13,7 @@ const APACHE_HTPASSWD = '/usr/bin/htpasswd';
 // ---------------------------------------------------------------- servers and scenarios
 
 export type ServerName = 'apache' | 'plume' | 'plume-workers' | 'nginx' | 'bare';
-export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'if-header' | 'server-status' | 'conn-per-request' | 'gzip-100k';
+export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'if-header' | 'server-status' | 'conn-per-request' | 'gzip-100k' | 'cgi';
 
 export const ALL_SERVERS: readonly ServerName[] = ['apache', 'plume', 'plume-workers', 'nginx', 'bare'];
 
@@ -41,6 +41,9 @@ RewriteRule . /wp/index.php [L]
 </IfModule>
 # END WordPress
 `;
+
+/** What the `cgi` scenario's script prints. */
+export const CGI_BODY = 'hello from a CGI script';
 
 /** Headers the .htaccess files of the `htaccess3` scenario add, one per level. */
 export const HTACCESS_HEADERS = ['x-bench-htaccess-1', 'x-bench-htaccess-2', 'x-bench-htaccess-3'];
@@ -208,10 +211,23 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     gzipOf: 'gzip/100k.html',
     description: '100 KB HTML page gzip-compressed on the way out (mod_deflate via AddOutputFilterByType; nginx gzip on), Accept-Encoding: gzip, keep-alive',
   },
+  cgi: {
+    name: 'cgi',
+    urlPath: '/cgi-bin/hello.cgi',
+    status: 200,
+    file: null,
+    contentType: 'text/plain',
+    headers: {},
+    skip: ['nginx', 'bare'],
+    notEquivalent: {},
+    sameAsApache: false,
+    bodyHas: { apache: [CGI_BODY], plume: [CGI_BODY], 'plume-workers': [CGI_BODY] },
+    description: 'a tiny /bin/sh CGI script under ScriptAlias (mod_cgi: a process per request), keep-alive',
+  },
 };
 
 /** In the order of the report (not Object.keys: '404' would sort first as an integer key). */
-export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'if-header', 'server-status', 'conn-per-request', 'gzip-100k'];
+export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'if-header', 'server-status', 'conn-per-request', 'gzip-100k', 'cgi'];
 
 /** Whether `server` takes part in `sc`. */
 export function runsScenario(sc: Scenario, server: ServerName): boolean {
@@ -359,6 +375,9 @@ export function makeSite(plumeBin: string, withAuth: boolean): Site {
   // if-header: an <If> in the <Directory> of ifh/ sets a header
   dir('ifh');
   file('ifh/1k.html', html);
+  // cgi: a shell script outside the document root, run through ScriptAlias
+  fs.mkdirSync(path.join(root, 'cgi-bin'), { mode: 0o755 });
+  fs.writeFileSync(path.join(root, 'cgi-bin/hello.cgi'), `#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n${CGI_BODY}\\n'\n`, { mode: 0o755 });
   const mimeTypes = path.join(root, 'mime.types');
   fs.writeFileSync(mimeTypes, 'text/html\t\t\t\thtml htm\napplication/octet-stream\t\tbin\n', { mode: 0o644 });
   let htpasswd: string | null = null;
@@ -426,6 +445,8 @@ LoadModule headers_module ${m}/mod_headers.so
 LoadModule filter_module ${m}/mod_filter.so
 LoadModule deflate_module ${m}/mod_deflate.so
 LoadModule rewrite_module ${m}/mod_rewrite.so
+LoadModule alias_module ${m}/mod_alias.so
+LoadModule cgi_module ${m}/mod_cgi.so
 ${withStatus ? `LoadModule status_module ${m}/mod_status.so` : '# (no status_module: this plume has no mod_status)'}
 
 ServerName 127.0.0.1
@@ -467,6 +488,13 @@ DirectoryIndex index.html
 # gzip-100k: mod_deflate through mod_filter's AddOutputFilterByType
 <Directory "${site.htdocs}/gzip">
     AddOutputFilterByType DEFLATE text/html
+</Directory>
+
+# cgi: a tiny shell script (mod_cgi: mod_cgid's daemon does not answer when the server starts as
+# root in this container, seen in the conformance recordings too)
+ScriptAlias /cgi-bin/ "${site.root}/cgi-bin/"
+<Directory "${site.root}/cgi-bin">
+    Require all granted
 </Directory>
 
 # htaccess3: d1, d1/d2 and d1/d2/d3 each hold a .htaccess
