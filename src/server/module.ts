@@ -172,6 +172,10 @@ export interface ModuleDecl<SC = unknown, DC = unknown> {
   readonly filters?: readonly FilterSpec[];
   /** Input filters by name (AddInputFilter, SetInputFilter, ap_add_input_filter). */
   readonly inputFilters?: readonly InputFilterSpec[];
+  /** Filters the configuration defines (mod_ext_filter's ExtFilterDefine registers a filter per
+   *  definition, as httpd's ap_register_output_filter at configuration time); asked once per
+   *  configuration generation, after the static ones, which they may replace. */
+  readonly configuredFilters?: (ctx: ConfigContext) => { readonly output: readonly FilterSpec[]; readonly input: readonly InputFilterSpec[] };
 }
 
 /** A module as the server holds it: the declaration plus its index in config vectors. */

@@ -39,6 +39,12 @@ export class Runtime {
       for (const f of m.decl.filters ?? []) this.filters.set(f.name.toLowerCase(), f as FilterSpec);
       for (const f of m.decl.inputFilters ?? []) this.inputFilterSpecs.set(f.name.toLowerCase(), f as InputFilterSpec);
     }
+    for (const m of ctx.loaded) {
+      const conf = m.decl.configuredFilters?.(ctx);
+      if (!conf) continue;
+      for (const f of conf.output) this.filters.set(f.name.toLowerCase(), f);
+      for (const f of conf.input) this.inputFilterSpecs.set(f.name.toLowerCase(), f);
+    }
     this.vhosts = new VirtualHosts(ctx);
     this.connectionLayers = ctx.providerNames('connection_layer').map((n) => ctx.provider('connection_layer', n)!.open(ctx)).filter((l): l is ConnectionLayer => l !== null);
     this.generation = ++Runtime.generations;

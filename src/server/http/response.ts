@@ -166,7 +166,10 @@ function badHeaders(r: Request, state: HeaderState, bb: Brigade): MaybePromise<v
   return undefined;
 }
 const CHECK_HEADERS_RECURSION = 'check_headers_recursion';
-const NO_CONTENT_LENGTH = 'plume-no-content-length';
+/** A note that keeps Content-Length off the error page that follows (httpd's content-length
+ *  filter, having seen an error bucket or data, computes none): set by a filter that fails the
+ *  request after output began in httpd's terms (mod_ext_filter's abort). */
+export const NO_CONTENT_LENGTH = 'plume-no-content-length';
 
 function chunked(r: Request): boolean {
   return (r as Request & { chunked?: boolean }).chunked === true;
