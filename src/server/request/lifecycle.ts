@@ -137,8 +137,11 @@ function typePhase(rt: Runtime, r: Request): MaybePromise<number> {
  *  type (without parameters) names it; the configured value is put back afterwards, so %R
  *  logs only a handler that was set. */
 export function invokeHandler(rt: Runtime, r: Request): MaybePromise<number> {
+  // SetOutputFilter / SetInputFilter first: httpd's core_insert_filter is the first of the
+  // insert_filter hooks of the middle (the core is the first module), so its filters come
+  // before those of the same type that other modules add.
+  addConfiguredFilters(rt, r);
   return then(runVoid(rt.hooks.insertFilter, r), () => {
-    addConfiguredFilters(rt, r);
     const oldHandler = r.handler;
     if (r.handler === undefined) r.handler = r.contentType !== undefined ? handlerForType(r.contentType) : '';
     return then(runFirst(rt.hooks.handler, r), (res) => {
@@ -158,8 +161,8 @@ export function invokeHandler(rt: Runtime, r: Request): MaybePromise<number> {
   });
 }
 
-/** SetOutputFilter and SetInputFilter (httpd's core_insert_filter, run after the modules'
- *  insert_filter hooks here); an unknown name is logged as ap_add_*_filter logs it. */
+/** SetOutputFilter and SetInputFilter (httpd's core_insert_filter); an unknown name is logged
+ *  as ap_add_*_filter logs it. */
 function addConfiguredFilters(rt: Runtime, r: Request): void {
   const c = coreDir(r);
   if (c.outputFilters !== undefined) {
