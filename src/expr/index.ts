@@ -15,7 +15,7 @@ import {
 } from './types.js';
 
 export * from './types.js';
-export { compilePcre, type CompiledRegex } from './regex.js';
+export { compilePcre, pcreQuantifierTooBig, type CompiledRegex } from './regex.js';
 export { fnmatch, FNM_PATHNAME, FNM_CASE_BLIND } from './fnmatch.js';
 export { escapeUri, unescapeKeep2f, addVary } from './builtins.js';
 

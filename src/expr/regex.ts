@@ -15,8 +15,27 @@ export interface CompiledRegex {
   readonly groups: number;
 }
 
+/** Whether a pattern has a {n}, {n,} or {n,m} quantifier with a number PCRE refuses ("number
+ *  too big in {} quantifier": over 65535), which JavaScript would accept. Escaped braces and
+ *  braces inside a character class are not quantifiers. */
+export function pcreQuantifierTooBig(pattern: string): boolean {
+  if (!pattern.includes('{')) return false;
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c === '\\') { i++; continue; }
+    if (inClass) { if (c === ']') inClass = false; continue; }
+    if (c === '[') { inClass = true; if (pattern[i + 1] === ']') i++; continue; }
+    if (c !== '{') continue;
+    const m = /^\{(\d+)(?:,(\d*))?\}/.exec(pattern.slice(i));
+    if (m !== null && (Number(m[1]) > 65535 || (m[2] !== undefined && m[2] !== '' && Number(m[2]) > 65535))) return true;
+  }
+  return false;
+}
+
 /** Compiles a PCRE pattern; `flags` may hold 'i'. Null when it does not compile. */
 export function compilePcre(pattern: string, flags = ''): CompiledRegex | null {
+  if (pcreQuantifierTooBig(pattern)) return null;
   let src = pattern;
   let f = flags;
   const m = /^\(\?([imsx]+)\)/.exec(src);

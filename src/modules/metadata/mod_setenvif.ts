@@ -33,8 +33,9 @@ import { ArgCursor } from '../../server/config/lexer.js';
 import type { Request } from '../../server/request/request.js';
 import { APLOG_CRIT, APLOG_TRACE2 } from '../../server/log/levels.js';
 import { tableGet, tableSet, tableUnset } from './mod_env.js';
-import { evalBool, isFailure, parseExprCmd, type BoolExpr, type ExprMatch } from '../../expr/index.js';
+import { evalBool, isFailure, parseExprCmd, pcreQuantifierTooBig, type BoolExpr, type ExprMatch } from '../../expr/index.js';
 import type { MaybePromise } from '../../server/module.js';
+
 
 // ---- regular expressions as httpd compiles them (ap_pregcomp over PCRE2) -------------------------
 
@@ -166,6 +167,7 @@ export function translatePcre(src: string): { source: string; flags: string } | 
  *  DOTALL DOLLAR_ENDONLY: '.' matches a newline, '$' only the very end), optionally without
  *  case. Undefined when the pattern does not compile. */
 export function compileApacheRegex(pattern: string, icase: boolean): RegExp | undefined {
+  if (pcreQuantifierTooBig(pattern)) return undefined;
   const t = translatePcre(pattern);
   if (t === undefined) return undefined;
   let flags = 's' + t.flags;

@@ -62,3 +62,14 @@ test('string expressions', () => {
   assert.equal(ok('%{NOPE}'), "ERR Variable 'NOPE' does not exist");
   assert.equal(ok('x%{'), 'ERR syntax error, unexpected T_ERROR, expecting T_ID: Unterminated string or variable');
 });
+
+test('PCRE refuses {} quantifier numbers over 65535 (JavaScript would accept them)', async () => {
+  const { pcreQuantifierTooBig, compilePcre } = await import('../../../src/expr/index.js');
+  assert.equal(pcreQuantifierTooBig('a{111111111111111111}'), true);
+  assert.equal(pcreQuantifierTooBig('a{1,70000}'), true);
+  assert.equal(pcreQuantifierTooBig('a{65535}'), false);
+  assert.equal(pcreQuantifierTooBig('a\\{99999}'), false);
+  assert.equal(pcreQuantifierTooBig('[{99999}]'), false);
+  assert.equal(compilePcre('x{70000}'), null);
+  assert.notEqual(compilePcre('x{3}'), null);
+});
