@@ -113,11 +113,25 @@ export function locationWalk(rt: Runtime, r: Request, from: Merged): Merged {
   let now: Merged | null = null;
   for (const sec of secs) {
     if (!locationMatches(sec, r.uri, merged)) continue;
+    if (sec.regex) setMatchEnv(r, sec.regex, r.uri);
     now = addToWalk(rt, now, sec, 'L' + sec.id, sec.vector);
     r.matchedSections.push(sec.id);
     r.trace?.record('section', { section: sec });
   }
   return finishWalk(rt, from, now);
+}
+
+/** A <LocationMatch> or <FilesMatch> regex's named groups become MATCH_<NAME> variables
+ *  (httpd 2.4.8's refs: "(?<number>[0-9])" sets MATCH_NUMBER). */
+function setMatchEnv(r: Request, re: RegExp, subject: string): void {
+  if (!re.source.includes('(?<')) return;
+  re.lastIndex = 0;
+  const g = re.exec(subject)?.groups;
+  if (g === undefined) return;
+  for (const name of Object.keys(g)) {
+    const v = g[name];
+    if (v !== undefined) r.subprocessEnv.set('MATCH_' + name.toUpperCase(), v);
+  }
 }
 
 function collapseSlashes(u: string): string {
@@ -189,6 +203,7 @@ export function fileWalk(rt: Runtime, r: Request, from: Merged): Merged {
   for (const sec of secs) {
     const ok = sec.regex ? sec.regex.test(test) : sec.wildcard ? sec.wildcard.test(test) : sec.path === test;
     if (!ok) continue;
+    if (sec.regex) setMatchEnv(r, sec.regex, test);
     now = addToWalk(rt, now, sec, 'F' + sec.id, sec.vector);
     r.matchedSections.push(sec.id);
     r.trace?.record('section', { section: sec });
