@@ -58,15 +58,24 @@ function copyBuild(to: string): void {
   fs.cpSync(path.join(REPO_ROOT, 'bin'), path.join(to, 'bin'), { recursive: true });
   fs.cpSync(path.join(REPO_ROOT, 'dist', 'src'), path.join(to, 'dist', 'src'), { recursive: true });
   fs.copyFileSync(path.join(REPO_ROOT, 'package.json'), path.join(to, 'package.json'));
-  const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
-  const req = createRequire(path.join(REPO_ROOT, 'package.json'));
-  for (const dep of Object.keys(pkg.dependencies ?? {})) {
-    // The first node_modules on Node's lookup path that holds the package (its exports may
-    // hide package.json from require.resolve).
-    const dir = (req.resolve.paths(dep) ?? []).map((p) => path.join(p, dep)).find((d) => fs.existsSync(path.join(d, 'package.json')));
-    assert.ok(dir !== undefined, `runtime dependency ${dep} not installed`);
-    fs.cpSync(fs.realpathSync(dir), path.join(to, 'node_modules', dep), { recursive: true });
-  }
+  // Each runtime dependency's package directory, and theirs in turn (iconv-lite needs
+  // safer-buffer), flat in node_modules as npm installs them.
+  const copied = new Set<string>();
+  const copyDeps = (pkgFile: string): void => {
+    const pkg = JSON.parse(fs.readFileSync(pkgFile, 'utf8')) as { dependencies?: Record<string, string> };
+    const req = createRequire(pkgFile);
+    for (const dep of Object.keys(pkg.dependencies ?? {})) {
+      if (copied.has(dep)) continue;
+      copied.add(dep);
+      // The first node_modules on Node's lookup path that holds the package (its exports may
+      // hide package.json from require.resolve).
+      const dir = (req.resolve.paths(dep) ?? []).map((p) => path.join(p, dep)).find((d) => fs.existsSync(path.join(d, 'package.json')));
+      assert.ok(dir !== undefined, `runtime dependency ${dep} not installed`);
+      fs.cpSync(fs.realpathSync(dir), path.join(to, 'node_modules', dep), { recursive: true });
+      copyDeps(path.join(fs.realpathSync(dir), 'package.json'));
+    }
+  };
+  copyDeps(path.join(REPO_ROOT, 'package.json'));
 }
 
 before(() => {
