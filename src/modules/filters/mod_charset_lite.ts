@@ -7,6 +7,11 @@
 // Transcoding is done by iconv-lite (README, "Runtime dependencies").
 
 import iconv from 'iconv-lite';
+
+// iconv-lite reads its table of encodings on first use; read it now, while the server can
+// still read its own files (nothing is loaded after privileges are dropped: issue 19 item 7).
+// The single-byte and Unicode codecs are in that table; CJK tables load per codec.
+iconv.encodingExists('iso-8859-1');
 import { defineModule, directive, MODULE_API_VERSION, OR_FILEINFO, DECLINED, HOOK_MIDDLE, HOOK_REALLY_LAST } from '../../server/module.js';
 import type { CmdParms } from '../../server/config/cmd.js';
 import type { Request } from '../../server/request/request.js';
