@@ -810,6 +810,7 @@ function normResponse(raw: RawResponse, ctx: NormContext): RecordedResponse {
       return [k, val];
     }
     if (NO_PORT_HEADERS.has(lk)) return [k, v];
+    if (lk === 'www-authenticate' || lk === 'authentication-info') return [k, normText(normDigestNonces(v), ctx, false)];
     return [k, normText(v, ctx, false)];
   });
   let bodyBuf = raw.body;
@@ -866,7 +867,14 @@ export function normErrorLine(line: string, ctx: NormContext): string {
   out = out.replace(/\[(client|remote) ([0-9a-fA-F.:]+?):\d+\]/g, '[$1 $2]');
   // mod_rewrite's trace lines name the server_rec and request_rec by address.
   out = out.replace(/\/sid#[0-9a-f]+\]\[rid#[0-9a-f]+\//g, '/sid#<ptr>][rid#<ptr>/');
+  out = normDigestNonces(out).replace(/(AH01776: .* - hash is not )[0-9a-f]{40}$/, '$1<hash>');
   return normText(out, ctx, true);
+}
+
+/** mod_auth_digest's nonces: base64 of the time, then a SHA-1 keyed by the server's random
+ *  secret (the shape is kept: 11 base64 characters, '=', 40 hex digits). */
+function normDigestNonces(s: string): string {
+  return s.replace(/(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{11}=[0-9a-f]{40}(?![0-9a-f])/g, '<nonce>');
 }
 
 /**
