@@ -81,3 +81,48 @@ export function integerHex(buf: Uint8Array, t: Tlv): string {
   if (hex === '') hex = '0';
   return hex.length % 2 === 1 ? '0' + hex : hex;
 }
+
+// ---- writing ----------------------------------------------------------------------------------
+
+/** One element: identifier octet, definite length, contents. */
+export function encodeTlv(tag: number, ...parts: readonly Uint8Array[]): Buffer {
+  const body = Buffer.concat(parts);
+  const n = body.length;
+  let head: Buffer;
+  if (n < 0x80) head = Buffer.from([tag, n]);
+  else {
+    const bytes: number[] = [];
+    for (let v = n; v > 0; v = Math.floor(v / 256)) bytes.unshift(v & 0xff);
+    head = Buffer.from([tag, 0x80 | bytes.length, ...bytes]);
+  }
+  return Buffer.concat([head, body]);
+}
+
+/** An OBJECT IDENTIFIER from its dotted form. */
+export function encodeOid(dotted: string): Buffer {
+  const arcs = dotted.split('.').map((x) => Number(x));
+  if (arcs.length < 2 || arcs.some((a) => !Number.isSafeInteger(a) || a < 0)) throw new DerError(`bad OID ${dotted}`);
+  const out: number[] = [];
+  const push = (v: number): void => {
+    const b: number[] = [v & 0x7f];
+    for (let x = Math.floor(v / 128); x > 0; x = Math.floor(x / 128)) b.unshift(0x80 | (x & 0x7f));
+    out.push(...b);
+  };
+  push(arcs[0]! * 40 + arcs[1]!);
+  for (const a of arcs.slice(2)) push(a);
+  return encodeTlv(0x06, Buffer.from(out));
+}
+
+/** A GeneralizedTime or UTCTime element's value. */
+export function readTime(buf: Uint8Array, t: Tlv): Date {
+  const s = contents(buf, t).toString('latin1');
+  let m: RegExpExecArray | null;
+  if (t.tag === 0x18 && (m = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(?:\.\d+)?Z$/.exec(s)) !== null) {
+    return new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!));
+  }
+  if (t.tag === 0x17 && (m = /^(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z$/.exec(s)) !== null) {
+    const y = +m[1]!;
+    return new Date(Date.UTC(y < 50 ? 2000 + y : 1900 + y, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!));
+  }
+  throw new DerError('not a time');
+}

@@ -120,6 +120,11 @@ export interface CaseSpec {
   specOverride?: SpecOverride;
   /** Copy test/fixtures/tls/ (certificates, keys, CRL) to @ROOT@/tls/. */
   tlsFiles?: boolean;
+  /**
+   * Run a real OCSP responder (`openssl ocsp`, signed by the test CA, statuses from
+   * tls/index.txt) on @OCSPPORT@ while the case runs; implies tlsFiles.
+   */
+  ocspResponder?: boolean;
 }
 
 export interface SpecOverride {
@@ -229,10 +234,13 @@ export interface Placeholders {
   root: string;
   port: number;
   port2: number;
+  /** The OCSP responder's port (cases with "ocspResponder"). */
+  ocspPort?: number;
 }
 
 export function substitute(s: string, ph: Placeholders): string {
-  return s.split('@ROOT@').join(ph.root).split('@PORT2@').join(String(ph.port2)).split('@PORT@').join(String(ph.port));
+  const out = s.split('@ROOT@').join(ph.root).split('@PORT2@').join(String(ph.port2)).split('@PORT@').join(String(ph.port));
+  return ph.ocspPort !== undefined ? out.split('@OCSPPORT@').join(String(ph.ocspPort)) : out;
 }
 
 // ---------------------------------------------------------------------------
@@ -252,7 +260,7 @@ function validateCase(id: string, v: unknown): CaseSpec {
   if (typeof o.title !== 'string' || o.title === '') fail('missing title');
   if (!Array.isArray(o.conf) || !o.conf.every((l) => typeof l === 'string')) fail('conf must be an array of strings');
   if (!Array.isArray(o.requests)) fail('requests must be an array');
-  const known = new Set(['title', 'conf', 'preamble', 'files', 'requests', 'keepAlive', 'logLines', 'extraLogs', 'specOverride', 'tlsFiles']);
+  const known = new Set(['title', 'conf', 'preamble', 'files', 'requests', 'keepAlive', 'logLines', 'extraLogs', 'specOverride', 'tlsFiles', 'ocspResponder']);
   for (const k of Object.keys(o)) if (!known.has(k)) fail(`unknown key ${k}`);
   for (const [i, r] of (o.requests as unknown[]).entries()) {
     if (typeof r !== 'object' || r === null) fail(`request ${i} not an object`);
@@ -466,6 +474,25 @@ function tryConnect(port: number): Promise<boolean> {
       resolve(false);
     });
   });
+}
+
+/** `openssl ocsp` answering for the test CA on `port`, once it listens. */
+async function startOcspResponder(root: string, port: number): Promise<RunningServer> {
+  const tlsDir = path.join(root, 'tls');
+  const r = launch({
+    cmd: 'openssl',
+    args: ['ocsp', '-index', path.join(tlsDir, 'index.txt'), '-port', String(port), '-rsigner', path.join(tlsDir, 'ca.crt'),
+      '-rkey', path.join(tlsDir, 'ca.key'), '-CA', path.join(tlsDir, 'ca.crt')],
+  }, root);
+  // It says so on stderr once it listens (a probe connection would stall it: it serves one
+  // connection at a time and waits on an empty one).
+  const deadline = Date.now() + 5000;
+  while (Date.now() < deadline && !r.hasExited()) {
+    if (r.stderr().includes('waiting for OCSP client connections')) return r;
+    await sleep(25);
+  }
+  await stopServer(r);
+  throw new Error(`openssl ocsp did not listen on ${port}: ${r.stderr()}`);
 }
 
 /** Stop the server by its PID: SIGTERM, then SIGKILL after a timeout. */
@@ -975,9 +1002,12 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
   const port = await freePort();
   const port2 = await freePort([port]);
   const ph: Placeholders = { root, port, port2 };
+  if (spec.ocspResponder === true) ph.ocspPort = await freePort([port, port2]);
   let server: RunningServer | null = null;
+  let responder: RunningServer | null = null;
   try {
-    const mat = materialise(spec, ph);
+    const mat = materialise(spec.ocspResponder === true ? { ...spec, tlsFiles: true } : spec, ph);
+    if (ph.ocspPort !== undefined) responder = await startOcspResponder(root, ph.ocspPort);
     const ctx: NormContext = { root, port, port2, inodes: mat.inodes, clientPorts: [], lengthRewrites: new Map() };
     server = launch(command(root), root);
 
@@ -1099,6 +1129,7 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
     return result;
   } finally {
     if (server !== null) await stopServer(server);
+    if (responder !== null) await stopServer(responder);
     if (opts.keep !== true) fs.rmSync(root, { recursive: true, force: true });
   }
 }

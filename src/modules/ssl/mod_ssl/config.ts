@@ -28,6 +28,12 @@ export interface CrlCheck {
   readonly noCrlForCertOk: boolean;
 }
 
+// ---- OCSP checking of client certificates (SSL_OCSPCHECK_*) ---------------------------------
+export interface OcspCheck {
+  readonly mode: 'off' | 'leaf' | 'on';
+  readonly noOcspForCertOk: boolean;
+}
+
 // ---- SSLOptions (SSL_OPT_*) ----------------------------------------------------------------
 export const OPT_RELSET = 1;
 export const OPT_STDENVVARS = 2;
@@ -98,8 +104,23 @@ export interface SslServerConfig {
   sessionCacheTimeout: number | undefined;
   openSslConfCmds: readonly (readonly [string, string])[];
   useStapling: boolean | undefined;
-  ocspEnable: boolean | undefined;
+  staplingSkew: number | undefined;
+  staplingMaxAge: number | undefined;
+  staplingCacheTimeout: number | undefined;
+  staplingErrCacheTimeout: number | undefined;
+  staplingReturnErrors: boolean | undefined;
+  staplingFakeTryLater: boolean | undefined;
+  staplingTimeout: number | undefined;
+  staplingForceUrl: string | undefined;
+  ocspEnable: OcspCheck | undefined;
+  ocspOverride: boolean | undefined;
   ocspDefaultResponder: string | undefined;
+  ocspSkew: number | undefined;
+  ocspMaxAge: number | undefined;
+  ocspTimeout: number | undefined;
+  ocspNonce: boolean | undefined;
+  ocspProxyUrl: string | undefined;
+  ocspNoVerify: boolean | undefined;
   ocspResponderCertFile: string | undefined;
   passPhraseDialog: PassPhraseDialog | undefined;
   proxy: SslProxyConfig;
@@ -150,7 +171,12 @@ export function createServerConfig(): SslServerConfig {
     verifyClient: undefined, verifyDepth: undefined, protocol: undefined, cipherSuite: undefined, tls13Ciphers: undefined,
     honorCipherOrder: undefined, compression: undefined, sessionTickets: undefined, sessionTicketKeyFile: undefined,
     insecureReneg: undefined, strictSni: undefined, sniPolicy: undefined, sessionCacheTimeout: undefined, openSslConfCmds: [],
-    useStapling: undefined, ocspEnable: undefined, ocspDefaultResponder: undefined, ocspResponderCertFile: undefined,
+    useStapling: undefined, staplingSkew: undefined, staplingMaxAge: undefined, staplingCacheTimeout: undefined,
+    staplingErrCacheTimeout: undefined, staplingReturnErrors: undefined, staplingFakeTryLater: undefined,
+    staplingTimeout: undefined, staplingForceUrl: undefined,
+    ocspEnable: undefined, ocspOverride: undefined, ocspDefaultResponder: undefined, ocspSkew: undefined,
+    ocspMaxAge: undefined, ocspTimeout: undefined, ocspNonce: undefined, ocspProxyUrl: undefined, ocspNoVerify: undefined,
+    ocspResponderCertFile: undefined,
     passPhraseDialog: undefined, proxy: newProxy(), sessionCache: undefined, staplingCache: undefined, randomSeeds: [],
   };
 }
@@ -195,8 +221,23 @@ export function mergeServerConfig(base: Readonly<SslServerConfig>, add: Readonly
     sessionCacheTimeout: pick(add.sessionCacheTimeout, base.sessionCacheTimeout),
     openSslConfCmds: [...base.openSslConfCmds, ...add.openSslConfCmds],
     useStapling: pick(add.useStapling, base.useStapling),
+    staplingSkew: pick(add.staplingSkew, base.staplingSkew),
+    staplingMaxAge: pick(add.staplingMaxAge, base.staplingMaxAge),
+    staplingCacheTimeout: pick(add.staplingCacheTimeout, base.staplingCacheTimeout),
+    staplingErrCacheTimeout: pick(add.staplingErrCacheTimeout, base.staplingErrCacheTimeout),
+    staplingReturnErrors: pick(add.staplingReturnErrors, base.staplingReturnErrors),
+    staplingFakeTryLater: pick(add.staplingFakeTryLater, base.staplingFakeTryLater),
+    staplingTimeout: pick(add.staplingTimeout, base.staplingTimeout),
+    staplingForceUrl: pick(add.staplingForceUrl, base.staplingForceUrl),
     ocspEnable: pick(add.ocspEnable, base.ocspEnable),
+    ocspOverride: pick(add.ocspOverride, base.ocspOverride),
     ocspDefaultResponder: pick(add.ocspDefaultResponder, base.ocspDefaultResponder),
+    ocspSkew: pick(add.ocspSkew, base.ocspSkew),
+    ocspMaxAge: pick(add.ocspMaxAge, base.ocspMaxAge),
+    ocspTimeout: pick(add.ocspTimeout, base.ocspTimeout),
+    ocspNonce: pick(add.ocspNonce, base.ocspNonce),
+    ocspProxyUrl: pick(add.ocspProxyUrl, base.ocspProxyUrl),
+    ocspNoVerify: pick(add.ocspNoVerify, base.ocspNoVerify),
     ocspResponderCertFile: pick(add.ocspResponderCertFile, base.ocspResponderCertFile),
     passPhraseDialog: pick(add.passPhraseDialog, base.passPhraseDialog),
     proxy: mergeProxy(base.proxy, add.proxy),
@@ -323,6 +364,20 @@ export function parseCrlCheck(cmd: Cmd, raw: string): CrlCheck | string {
     else return `${cmd.name}: Invalid argument '${w}'`;
   }
   return { mode: m, noCrlForCertOk };
+}
+
+/** ssl_cmd_ocspcheck_parse: off, leaf or on, then no_ocsp_for_cert_ok. */
+export function parseOcspCheck(cmd: Cmd, raw: string): OcspCheck | string {
+  const words = splitWords(raw);
+  const first = words.shift() ?? '';
+  const m = first.toLowerCase();
+  if (m !== 'off' && m !== 'leaf' && m !== 'on') return `${cmd.name}: Invalid argument '${first}'`;
+  let noOcspForCertOk = false;
+  for (const w of words) {
+    if (w.toLowerCase() === 'no_ocsp_for_cert_ok') noOcspForCertOk = true;
+    else return `${cmd.name}: Invalid argument '${w}'`;
+  }
+  return { mode: m, noOcspForCertOk };
 }
 
 /** SSLOptions. */

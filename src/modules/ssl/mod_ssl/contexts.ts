@@ -13,11 +13,13 @@ import * as tls from 'node:tls';
 import { execFileSync } from 'node:child_process';
 import type { ConfigContext } from '../../../server/config/context.js';
 import type { ServerRec } from '../../../server/server-rec.js';
-import { APLOG_DEBUG, APLOG_EMERG, APLOG_INFO, APLOG_WARNING } from '../../../server/log/levels.js';
+import { APLOG_DEBUG, APLOG_EMERG, APLOG_ERR, APLOG_INFO, APLOG_WARNING } from '../../../server/log/levels.js';
 import {
   PROTO_DEFAULT, PROTO_TLSV1, PROTO_TLSV1_1, PROTO_TLSV1_2, PROTO_TLSV1_3,
   type CrlCheck, type PassPhraseDialog, type SslServerConfig, type VerifyMode,
 } from './config.js';
+import { parseUri, type OcspSettings } from './ocsp.js';
+import type { StaplingSettings } from './stapling.js';
 
 /** One server's TLS setup. */
 export interface TlsServer {
@@ -34,7 +36,10 @@ export interface TlsServer {
   readonly rejectUnauthorized: boolean;
   readonly crl: CrlCheck;
   readonly hasCa: boolean;
-  readonly ocsp: boolean;
+  /** SSLOCSPEnable's client certificate checks (null: off). */
+  readonly ocsp: OcspSettings | null;
+  /** OCSP stapling (null: SSLUseStapling off). */
+  readonly stapling: StaplingSettings | null;
   readonly strictSni: boolean;
   /** The first certificate (SSL_SERVER_* variables). */
   readonly cert: crypto.X509Certificate | null;
@@ -163,10 +168,10 @@ let lastWarnings = new Set<string>();
 let thisWarnings = new Set<string>();
 
 /** A startup warning (httpd logs these from post_config). */
-export function warn(ctx: ConfigContext, message: string): void {
+export function warn(ctx: ConfigContext, message: string, level = APLOG_WARNING): void {
   thisWarnings.add(message);
   if (!ctx.preflight && lastWarnings.has(message)) return;
-  ctx.log('ssl', APLOG_WARNING, message);
+  ctx.log('ssl', level, message);
 }
 
 /** Called once a read's post_config is done: its warnings become the ones not to repeat. */
@@ -307,6 +312,8 @@ function buildOne(ctx: ConfigContext, s: ServerRec, sc: SslServerConfig, dirVeri
     }
     if (sc.crlPath !== undefined) crls.push(...readDirCerts(sc.crlPath, /X509 CRL$/));
   }
+  const ocsp = ocspSettings(ctx, sc, ca);
+  const stapling = sc.useStapling === true ? staplingSettings(sc, byType, chain, ca) : null;
   const proto = protocolOptions(sc.protocol ?? PROTO_DEFAULT);
   if (proto === null) fail(ctx, 'AH02231: No SSL protocols available [hint: SSLProtocol]');
   let secureOptions = proto.off | crypto.constants.SSL_OP_NO_SSLv3 | crypto.constants.SSL_OP_NO_COMPRESSION;
@@ -360,10 +367,70 @@ function buildOne(ctx: ConfigContext, s: ServerRec, sc: SslServerConfig, dirVeri
     s, id, context, verify, depth: sc.verifyDepth ?? 1,
     requestCert: wantsCerts,
     rejectUnauthorized: verify === 'require',
-    crl, hasCa: ca.length > 0, ocsp: sc.ocspEnable === true, strictSni: sc.strictSni === true,
+    crl, hasCa: ca.length > 0, ocsp, stapling, strictSni: sc.strictSni === true,
     cert: types[0]?.x509 ?? null, certCompat, authCompat,
     certs: types.map((t) => ({ file: t.file, cert: t.x509 })),
     ciphers: cipherList,
+  };
+}
+
+/** The OCSP client's settings, with httpd's defaults (5 minutes of skew, any age, 10 s). */
+function ocspSettings(ctx: ConfigContext, sc: SslServerConfig, ca: readonly string[]): OcspSettings | null {
+  const mode = sc.ocspEnable?.mode ?? 'off';
+  let responderCerts: crypto.X509Certificate[] = [];
+  // httpd reads the file whether or not OCSP is on (ssl_init_ocsp_certificates).
+  if (sc.ocspResponderCertFile !== undefined) {
+    ctx.log('ssl', APLOG_DEBUG, 'Configuring Trusted OCSP certificates');
+    try {
+      responderCerts = readCerts(sc.ocspResponderCertFile).map((p) => new crypto.X509Certificate(p));
+    } catch { responderCerts = []; }
+    if (responderCerts.length === 0) {
+      ctx.log('ssl', APLOG_ERR, 'Unable to configure OCSP Trusted Certificates');
+      throw new InitError('Unable to configure OCSP Trusted Certificates');
+    }
+  }
+  if (mode === 'off') return null;
+  const proxy = sc.ocspProxyUrl !== undefined ? parseUri(sc.ocspProxyUrl) ?? undefined : undefined;
+  return {
+    mode: mode === 'leaf' ? 'leaf' : 'chain',
+    noOcspForCertOk: sc.ocspEnable?.noOcspForCertOk === true,
+    forceDefault: sc.ocspOverride === true,
+    defaultResponder: sc.ocspDefaultResponder,
+    skewSec: sc.ocspSkew ?? 300,
+    maxAgeSec: sc.ocspMaxAge ?? -1,
+    timeoutMs: (sc.ocspTimeout ?? 10) * 1000,
+    nonce: sc.ocspNonce !== false,
+    proxy,
+    noVerify: sc.ocspNoVerify === true,
+    responderCerts,
+    store: ca.map((p) => new crypto.X509Certificate(p)),
+  };
+}
+
+/** OCSP stapling's settings (modssl_init_stapling's defaults), with each certificate's issuer
+ *  found in its own file, the chain file or the CA certificates (stapling_get_issuer). */
+function staplingSettings(
+  sc: SslServerConfig, byType: ReadonlyMap<string, { cert: string; x509: crypto.X509Certificate }>, chain: string, ca: readonly string[],
+): StaplingSettings {
+  const pool: crypto.X509Certificate[] = [];
+  for (const t of byType.values()) for (const p of pemBlocks(t.cert, /CERTIFICATE$/).slice(1)) pool.push(new crypto.X509Certificate(p));
+  if (chain !== '') for (const p of pemBlocks(chain, /CERTIFICATE$/)) pool.push(new crypto.X509Certificate(p));
+  for (const p of ca) pool.push(new crypto.X509Certificate(p));
+  const certs = [...byType.values()].map((t) => ({
+    cert: t.x509,
+    issuer: pool.find((i) => t.x509.checkIssued(i) && t.x509.verify(i.publicKey)) ?? null,
+  }));
+  return {
+    certs,
+    skewSec: sc.staplingSkew ?? 300,
+    maxAgeSec: sc.staplingMaxAge ?? -1,
+    cacheTimeoutSec: sc.staplingCacheTimeout ?? 3600,
+    errCacheTimeoutSec: sc.staplingErrCacheTimeout ?? 600,
+    returnErrors: sc.staplingReturnErrors !== false,
+    fakeTryLater: sc.staplingFakeTryLater !== false,
+    timeoutMs: (sc.staplingTimeout ?? 10) * 1000,
+    forceUrl: sc.staplingForceUrl,
+    proxy: sc.ocspProxyUrl !== undefined ? parseUri(sc.ocspProxyUrl) ?? undefined : undefined,
   };
 }
 

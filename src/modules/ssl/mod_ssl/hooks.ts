@@ -48,7 +48,7 @@ export function verifyResult(conn: SslConn, mode: VerifyMode, depth: number, t: 
   const handle = (conn.sock as unknown as { _handle?: { verifyError?: () => (Error & { code?: string }) | null } } | null)?._handle;
   const err = handle?.verifyError?.() ?? null;
   if (err === null) {
-    if (t?.ocsp === true) return 'FAILED:OCSP responder not available';
+    if (conn.ocspFailure !== undefined) return `FAILED:${conn.ocspFailure}`;
     // SSLVerifyDepth: the certificates above the client's own, the trusted CA included.
     const chain = conn.chain().length;
     if (chain > depth) return 'FAILED:certificate chain too long';

@@ -14,10 +14,10 @@ import type { ConnectionLayerProvider } from '../../../server/http/connection-la
 import type { SocacheInstance } from '../../../server/socache.js';
 import { registerLogItem } from '../../loggers/mod_log_config.js';
 import { setSslVarLookup } from '../../metadata/mod_headers.js';
-import { APLOG_EMERG, APLOG_NOTICE, APLOG_WARNING } from '../../../server/log/levels.js';
+import { APLOG_DEBUG, APLOG_EMERG, APLOG_NOTICE, APLOG_WARNING, levelFor } from '../../../server/log/levels.js';
 import {
   createServerConfig, mergeServerConfig, createDirConfig, mergeDirConfig, checkFile, checkDir, parseProtocol,
-  parseVerify, parseDepth, parseCrlCheck, parseOptions, atoi, GLOBAL_ONLY, OPT_LEGACYDNFORMAT,
+  parseVerify, parseDepth, parseCrlCheck, parseOcspCheck, parseOptions, atoi, GLOBAL_ONLY, OPT_LEGACYDNFORMAT,
   type Cmd, type SslServerConfig, type SslDirConfig, type SslProxyConfig,
 } from './config.js';
 import { buildContexts, CONF_COMMANDS, knownConfOptions, warn, warningsDone, type TlsServer } from './contexts.js';
@@ -27,12 +27,15 @@ import { SslConn, sslVar } from './vars.js';
 import { compileRequire } from './require.js';
 import { makeExprProvider } from './expr.js';
 import { makeProxyProvider } from './proxy.js';
+import { parseUri } from './ocsp.js';
+import { Stapler } from './stapling.js';
 
 // ---- per-generation state ------------------------------------------------------------------
 
 interface SslState {
   servers: Map<ServerRec, TlsServer>;
   cache: SocacheInstance | null;
+  staplingCache: SocacheInstance | null;
   layer: TlsLayer | null;
 }
 
@@ -153,7 +156,9 @@ function socacheFor(cmd: Cmd, arg: string, what: 'session' | 'stapling'): string
   const label = what === 'session' ? 'SSLSessionCache' : 'SSLStaplingCache';
   if (p === undefined) {
     const known = cmd.ctx.providerNames('socache').sort().join(',');
-    return `${label}: '${name}' ${what === 'session' ? 'session' : 'stapling'} cache not supported (known names: ${known}). Maybe you need to load the appropriate socache module (mod_socache_${name}?).`;
+    // httpd words the two differently (no full stops for the stapling cache).
+    if (what === 'stapling') return `${label}: '${name}' stapling cache not supported (known names: ${known}) Maybe you need to load the appropriate socache module (mod_socache_${name}?)`;
+    return `${label}: '${name}' session cache not supported (known names: ${known}). Maybe you need to load the appropriate socache module (mod_socache_${name}?).`;
   }
   const spec = p.create(cmd.ctx, rest);
   if (typeof spec === 'string') return `${label}: ${spec}`;
@@ -262,13 +267,15 @@ function sslStaplingCache(cmd: Cmd, a: string): string | undefined {
   return socacheFor(cmd, a, 'stapling');
 }
 
-function sslOcspEnable(cmd: Cmd, raw: string): string | undefined {
-  const w = raw.trim().toLowerCase();
-  if (w === 'on' || w === 'leaf') cmd.srv.ocspEnable = true;
-  else if (w === 'off') cmd.srv.ocspEnable = false;
-  else return `SSLOCSPEnable: Invalid argument '${raw.trim()}'`;
+type SecondsField = 'ocspSkew' | 'ocspMaxAge' | 'ocspTimeout' | 'staplingSkew' | 'staplingMaxAge' | 'staplingCacheTimeout' | 'staplingErrCacheTimeout' | 'staplingTimeout';
+
+/** The OCSP and stapling numbers: atoi, refused when negative ("NAME: invalid argument"). */
+const seconds = (k: SecondsField) => (cmd: Cmd, a: string): string | undefined => {
+  const v = atoi(a);
+  if (v < 0) return `${cmd.name}: invalid argument`;
+  cmd.srv[k] = v;
   return undefined;
-}
+};
 
 function sslProtocol(cmd: Cmd, raw: string): string | undefined {
   const p = parseProtocol(cmd, raw);
@@ -369,8 +376,40 @@ async function postConfig(ctx: ConfigContext): Promise<string | undefined> {
     cache = c;
   }
   if (cache === null && built.servers.size > 0) warn(ctx, 'AH01873: Init: Session Cache is not configured [hint: SSLSessionCache]');
+  // OCSP stapling: its cache (SSLStaplingCache), then each host's certificates.
+  const staplers = new Map<TlsServer, Stapler>();
+  let staplingCache: SocacheInstance | null = null;
+  const stapled = [...built.servers.values()].filter((t) => t.stapling !== null);
+  if (stapled.length > 0) {
+    if (main.staplingCache === undefined) {
+      ctx.log('ssl', APLOG_EMERG, 'AH01958: SSLStapling: no stapling cache available');
+      ctx.log('ssl', APLOG_EMERG, 'AH02312: Fatal error initialising mod_ssl, exiting.');
+      if (cache !== null) await cache.destroy();
+      return 'AH00016: Configuration Failed';
+    }
+    const c = await main.staplingCache.init(ctx, ctx.mainServer, 'mod_ssl-stapling', { avgIdLen: 20, avgObjSize: 1500, expiryInterval: 3600 }, !ctx.child);
+    if (typeof c === 'string') {
+      ctx.log('ssl', APLOG_EMERG, 'AH01958: SSLStapling: no stapling cache available');
+      if (cache !== null) await cache.destroy();
+      return 'AH00016: Configuration Failed';
+    }
+    staplingCache = c;
+    for (const t of stapled) {
+      const settings = t.stapling!;
+      if (settings.certs.length > 1) {
+        // DIFFERENCE: Node staples one response per context, chosen before the certificate
+        // is: a host with RSA and ECDSA certificates is not stapled.
+        warn(ctx, `PL02215: OCSP stapling is off for ${t.id}: it has ${settings.certs.length} certificates and plume staples for hosts with one`);
+        continue;
+      }
+      const stapler = new Stapler(t.s, t.id, settings, () => st.staplingCache);
+      stapler.init((level, message) => warn(ctx, message, level));
+      if (APLOG_DEBUG <= levelFor(t.s.logLevel, 'ssl')) ctx.log('ssl', APLOG_DEBUG, 'AH01960: OCSP stapling initialized');
+      staplers.set(t, stapler);
+    }
+  }
   warningsDone();
-  const st: SslState = { servers: built.servers, cache, layer: null };
+  const st: SslState = { servers: built.servers, cache, staplingCache, layer: null };
   if (built.servers.size > 0) {
     st.layer = new TlsLayer({
       servers: built.servers,
@@ -378,6 +417,7 @@ async function postConfig(ctx: ConfigContext): Promise<string | undefined> {
       sessionTimeoutMs: (main.sessionCacheTimeout ?? 300) * 1000,
       attach: (c, s) => { c.connConfig[self.index] = s; },
       candidates: (ip, port) => candidatesFor(ctx, ip, port),
+      stapler: (t) => staplers.get(t),
     });
   }
   holder.v = st;
@@ -416,6 +456,7 @@ function checkConfig(ctx: ConfigContext): string | undefined {
 async function cleanup(ctx: ConfigContext): Promise<void> {
   const st = state(ctx);
   if (st?.cache) await st.cache.destroy();
+  if (st?.staplingCache) await st.staplingCache.destroy();
 }
 
 const self = defineModule<S, D>({
@@ -510,12 +551,37 @@ const self = defineModule<S, D>({
     directive<S, D, 'RAW_ARGS'>({ name: 'SSLRequire', args: 'RAW_ARGS', where: OR_AUTHCFG, help: 'Require a boolean expression to evaluate to true for granting access(arbitrary complex boolean expression - see manual)', handler: sslRequire }),
     directive<S, D, 'TAKE1'>({ name: 'SSLRenegBufferSize', args: 'TAKE1', where: OR_AUTHCFG, help: 'Configure the amount of memory that will be used for buffering the request body if a per-location SSL renegotiation is required due to changed access control requirements', handler: sslRenegBufferSize }),
     // ---- OCSP ----
-    directive<S, D, 'RAW_ARGS'>({ name: 'SSLOCSPEnable', args: 'RAW_ARGS', where: SRV, help: "Enable use of OCSP to verify certificate revocation mode ('on', 'leaf', 'off')", handler: sslOcspEnable }),
+    directive<S, D, 'RAW_ARGS'>({ name: 'SSLOCSPEnable', args: 'RAW_ARGS', where: SRV, help: "Enable use of OCSP to verify certificate revocation mode ('on', 'leaf', 'off')", handler: (cmd, raw) => {
+      const c = parseOcspCheck(cmd, raw);
+      if (typeof c === 'string') return c;
+      cmd.srv.ocspEnable = c;
+      return undefined;
+    } }),
     directive<S, D, 'TAKE1'>({ name: 'SSLOCSPDefaultResponder', args: 'TAKE1', where: SRV, help: 'URL of the default OCSP Responder', handler: (cmd, a) => { cmd.srv.ocspDefaultResponder = a; return undefined; } }),
+    directive<S, D, 'FLAG'>({ name: 'SSLOCSPOverrideResponder', args: 'FLAG', where: SRV, help: "Force use of the default responder URL ('on', 'off')", handler: (cmd, on) => { cmd.srv.ocspOverride = on; return undefined; } }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLOCSPResponseTimeSkew', args: 'TAKE1', where: SRV, help: 'Maximum time difference in OCSP responses', handler: seconds('ocspSkew') }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLOCSPResponseMaxAge', args: 'TAKE1', where: SRV, help: 'Maximum age of OCSP responses', handler: seconds('ocspMaxAge') }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLOCSPResponderTimeout', args: 'TAKE1', where: SRV, help: 'OCSP responder query timeout', handler: seconds('ocspTimeout') }),
+    directive<S, D, 'FLAG'>({ name: 'SSLOCSPUseRequestNonce', args: 'FLAG', where: SRV, help: "Whether OCSP queries use a nonce or not ('on', 'off')", handler: (cmd, on) => { cmd.srv.ocspNonce = on; return undefined; } }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLOCSPProxyURL', args: 'TAKE1', where: SRV, help: 'Proxy URL to use for OCSP requests', handler: (cmd, a) => {
+      // apr_uri_parse takes nearly anything; what it refuses is a scheme://host with a bad port.
+      if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(a) && parseUri(a) === null) return `SSLOCSPProxyURL: Cannot parse URL ${a}`;
+      cmd.srv.ocspProxyUrl = a;
+      return undefined;
+    } }),
+    directive<S, D, 'FLAG'>({ name: 'SSLOCSPNoVerify', args: 'FLAG', where: SRV, help: "Do not verify OCSP Responder certificate ('on', 'off')", handler: (cmd, on) => { cmd.srv.ocspNoVerify = on; return undefined; } }),
     directive<S, D, 'TAKE1'>({ name: 'SSLOCSPResponderCertificateFile', args: 'TAKE1', where: SRV, help: 'Trusted OCSP responder certificates(`/path/to/file\' - PEM encoded certificates)', handler: fileInto((cmd, p) => { cmd.srv.ocspResponderCertFile = p; }) }),
     // ---- stapling ----
     directive<S, D, 'TAKE1'>({ name: 'SSLStaplingCache', args: 'TAKE1', where: SRV, help: "SSL Stapling Response Cache storage (`dbm:/path/to/file')", handler: sslStaplingCache }),
     directive<S, D, 'FLAG'>({ name: 'SSLUseStapling', args: 'FLAG', where: SRV, help: 'SSL switch for the OCSP Stapling protocol (`on\', `off\')', handler: (cmd, on) => { cmd.srv.useStapling = on; return undefined; } }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLStaplingResponseTimeSkew', args: 'TAKE1', where: SRV, help: 'SSL stapling option for maximum time difference in OCSP responses', handler: seconds('staplingSkew') }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLStaplingResponderTimeout', args: 'TAKE1', where: SRV, help: 'SSL stapling option for OCSP responder timeout', handler: seconds('staplingTimeout') }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLStaplingResponseMaxAge', args: 'TAKE1', where: SRV, help: 'SSL stapling option for maximum age of OCSP responses', handler: seconds('staplingMaxAge') }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLStaplingStandardCacheTimeout', args: 'TAKE1', where: SRV, help: 'SSL stapling option for normal OCSP Response Cache Lifetime', handler: seconds('staplingCacheTimeout') }),
+    directive<S, D, 'FLAG'>({ name: 'SSLStaplingReturnResponderErrors', args: 'FLAG', where: SRV, help: 'SSL stapling switch to return Status Errors Back to Client(`on\', `off\')', handler: (cmd, on) => { cmd.srv.staplingReturnErrors = on; return undefined; } }),
+    directive<S, D, 'FLAG'>({ name: 'SSLStaplingFakeTryLater', args: 'FLAG', where: SRV, help: 'SSL stapling switch to send tryLater response to client on error (`on\', `off\')', handler: (cmd, on) => { cmd.srv.staplingFakeTryLater = on; return undefined; } }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLStaplingErrorCacheTimeout', args: 'TAKE1', where: SRV, help: 'SSL stapling option for OCSP Response Error Cache Lifetime', handler: seconds('staplingErrCacheTimeout') }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLStaplingForceURL', args: 'TAKE1', where: SRV, help: 'SSL stapling option to Force the OCSP Stapling URL', handler: (cmd, a) => { cmd.srv.staplingForceUrl = a; return undefined; } }),
     directive<S, D, 'TAKE2'>({ name: 'SSLOpenSSLConfCmd', args: 'TAKE2', where: SRV, help: 'OpenSSL configuration command', handler: sslOpenSslConfCmd }),
     directive<S, D, 'RAW_ARGS'>({ name: 'SSLLog', args: 'RAW_ARGS', where: OR_ALL, help: 'SSLLog directive is no longer supported - use ErrorLog.', handler: () => 'SSLLog directive is no longer supported - use ErrorLog.' }),
     directive<S, D, 'RAW_ARGS'>({ name: 'SSLLogLevel', args: 'RAW_ARGS', where: OR_ALL, help: 'SSLLogLevel directive is no longer supported - use LogLevel.', handler: () => 'SSLLogLevel directive is no longer supported - use LogLevel.' }),

@@ -8,6 +8,7 @@
 // unchanged. The first bytes decide whether this is TLS at all: plain HTTP on the TLS port
 // is served as HTTP so that the request hooks can answer it with httpd's 400 page.
 
+import * as crypto from 'node:crypto';
 import type * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { ServerRec } from '../../../server/server-rec.js';
@@ -18,6 +19,8 @@ import type { SocacheInstance } from '../../../server/socache.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, levelFor } from '../../../server/log/levels.js';
 import type { TlsServer } from './contexts.js';
 import { SslConn, sslVar } from './vars.js';
+import { certDetails, verifyChain, type ConnLog } from './ocsp.js';
+import type { Stapler } from './stapling.js';
 
 /** What the layer needs from the configuration generation. */
 export interface LayerSetup {
@@ -29,12 +32,49 @@ export interface LayerSetup {
   attach(c: ConnRec, state: SslConn): void;
   /** Candidate virtual hosts for the connection's address (name-based selection by SNI). */
   candidates(localIp: string, localPort: number): readonly ServerRec[];
+  /** A server's OCSP stapling (SSLUseStapling on). */
+  stapler(t: TlsServer): Stapler | undefined;
 }
 
 function logConn(s: ServerRec, level: number, message: string, sock: net.Socket): void {
   if (level > levelFor(s.logLevel, 'ssl')) return;
   s.errorLog.write({ module: 'ssl', level, message, client: { ip: normIp(sock.remoteAddress ?? ''), port: sock.remotePort ?? 0 } });
 }
+
+function connLog(s: ServerRec, sock: net.Socket): ConnLog {
+  return (level, message, errno) => {
+    if (level > levelFor(s.logLevel, 'ssl')) return;
+    s.errorLog.write({ module: 'ssl', level, message, errno, client: { ip: normIp(sock.remoteAddress ?? ''), port: sock.remotePort ?? 0 } });
+  };
+}
+
+function serverLog(s: ServerRec): ConnLog {
+  return (level, message, errno) => {
+    if (level > levelFor(s.logLevel, 'ssl')) return;
+    s.errorLog.write({ module: 'ssl', level, message, errno });
+  };
+}
+
+/** The certificates above the client's (its issuers, up to the trusted root), as Node's
+ *  verification found them. */
+function peerChain(tsock: tls.TLSSocket): crypto.X509Certificate[] {
+  const out: crypto.X509Certificate[] = [];
+  const seen = new Set<string>();
+  let c = tsock.getPeerCertificate(true)?.issuerCertificate;
+  while (c !== undefined && c.raw !== undefined && !seen.has(c.fingerprint256)) {
+    seen.add(c.fingerprint256);
+    out.push(new crypto.X509Certificate(c.raw));
+    if (c.issuerCertificate === c) break;
+    c = c.issuerCertificate;
+  }
+  return out;
+}
+
+/** The TLS socket's server object: the hub its session and OCSP events go to. Node reads it
+ *  when it emits them, so SNI can point a handshake at the chosen host's hub. */
+type HubbedSocket = tls.TLSSocket & { server: tls.Server };
+/** tls.Server keeps the context of handshakes without SNI here (Node reads it for OCSP). */
+type HubServer = tls.Server & { _sharedCreds: tls.SecureContext };
 
 function normIp(ip: string): string {
   return ip.startsWith('::ffff:') ? ip.slice(7) : ip;
@@ -110,27 +150,45 @@ export function parseClientHello(b: Buffer): HelloInfo {
 }
 
 export class TlsLayer implements ConnectionLayer {
-  /** The tls.Server that carries the session cache events (it never listens). */
-  private readonly sessions = new tls.Server();
+  /** One tls.Server per SSL host (they never listen): they carry the session cache events and
+   *  the host's OCSP stapling requests. */
+  private readonly hubs = new Map<TlsServer, HubServer>();
   private readonly ports = new Set<number>();
   /** PSK identities of TLS 1.3 ClientHellos being handshaken, by their legacy session id. */
   private readonly pskByLegacyId = new Map<string, Buffer>();
 
   constructor(private readonly setup: LayerSetup) {
-    for (const t of setup.servers.values()) {
-      for (const a of t.s.addrs) if (a.port !== 0) this.ports.add(a.port);
-      if (t.s.port !== 0) this.ports.add(t.s.port);
-    }
-    this.sessions.on('newSession', (id: Buffer, data: Buffer, done: () => void) => {
+    const newSession = (id: Buffer, data: Buffer, done: () => void): void => {
       const cache = setup.cache();
       if (cache === null) { done(); return; }
       cache.store(id, Date.now() + setup.sessionTimeoutMs, data).then(() => done(), () => done());
-    });
-    this.sessions.on('resumeSession', (id: Buffer, cb: (err: Error | null, data: Buffer | null) => void) => {
+    };
+    const resumeSession = (id: Buffer, cb: (err: Error | null, data: Buffer | null) => void): void => {
       const cache = setup.cache();
       if (cache === null) { cb(null, null); return; }
       cache.retrieve(this.pskByLegacyId.get(id.toString('hex')) ?? id).then((d) => cb(null, d), () => cb(null, null));
-    });
+    };
+    for (const t of setup.servers.values()) {
+      for (const a of t.s.addrs) if (a.port !== 0) this.ports.add(a.port);
+      if (t.s.port !== 0) this.ports.add(t.s.port);
+      const hub = new tls.Server() as HubServer;
+      hub._sharedCreds = t.context;
+      hub.on('newSession', newSession);
+      hub.on('resumeSession', resumeSession);
+      const stapler = setup.stapler(t);
+      if (stapler !== undefined) {
+        const log = serverLog(t.s);
+        hub.on('OCSPRequest', (cert: Buffer | undefined, _issuer: Buffer | undefined, cb: (err: Error | null, resp?: Buffer) => void) => {
+          // Node passes no socket: the responder client's lines go without a client.
+          stapler.respond(cert, log, log).then((r) => {
+            if (r instanceof Error) cb(r);
+            else if (r === null) cb(null);
+            else cb(null, r);
+          }, (e: unknown) => cb(e instanceof Error ? e : new Error(String(e))));
+        });
+      }
+      this.hubs.set(t, hub);
+    }
   }
 
   wantsSocket(port: number): boolean {
@@ -188,12 +246,6 @@ export class TlsLayer implements ConnectionLayer {
       logConn(t.s, APLOG_ERR, `AH02039: Certificate Verification: Error (${f.n}): ${f.text}`, sock);
       return false;
     }
-    if (t.ocsp) {
-      // DIFFERENCE: plume has no OCSP client: with SSLOCSPEnable a certificate cannot be
-      // checked, and is refused (fail-closed).
-      logConn(t.s, APLOG_ERR, 'PL02214: SSLOCSPEnable: OCSP checking of client certificates is not available in plume; certificate refused', sock);
-      return false;
-    }
     const depth = state.chain().length;
     if (depth > t.depth) {
       logConn(t.s, APLOG_ERR, `AH02040: Certificate Verification: Certificate Chain too long (chain has ${depth} certificates, but maximum allowed are only ${t.depth})`, sock);
@@ -202,13 +254,51 @@ export class TlsLayer implements ConnectionLayer {
     return true;
   }
 
+  /**
+   * The OCSP half of ssl_callback_SSLVerify, once Node's verification is done: each certificate
+   * is asked about (ocsp.ts); a failure fails the connection, logged as httpd logs a verify
+   * error. A host that does not verify client certificates itself (a directory asks for them)
+   * keeps the connection and records the failure for the request hooks.
+   *
+   * DIFFERENCE: httpd checks inside the handshake and a TLS 1.2 client gets a fatal alert
+   * (certificate_revoked); Node has no asynchronous verify callback, so the handshake completes
+   * and the connection is closed before any request is read (a TLS 1.3 client sees the same
+   * either way: the failure arrives after its Finished).
+   */
+  private async ocspAtHandshake(tsock: tls.TLSSocket, t: TlsServer, state: SslConn, sock: net.Socket): Promise<boolean> {
+    const o = t.ocsp!;
+    const leaf = tsock.getPeerX509Certificate();
+    if (leaf === undefined) return true;
+    const handle = (tsock as unknown as { _handle?: { verifyError?: () => (Error & { code?: string }) | null } })._handle;
+    const err = handle?.verifyError?.() ?? null;
+    const log = connLog(t.s, sock);
+    const strict = t.verify !== 'none';
+    const failed = (errnum: number, text: string, cert: crypto.X509Certificate): boolean => {
+      if (APLOG_INFO <= levelFor(t.s.logLevel, 'ssl')) log(APLOG_INFO, `AH02276: Certificate Verification: Error (${errnum}): ${text}${certDetails(cert)}`);
+      else log(APLOG_ERR, `AH02039: Certificate Verification: Error (${errnum}): ${text}`);
+      state.ocspFailure = text;
+      return !strict;
+    };
+    if (err !== null) {
+      // Nothing to ask about a certificate that did not verify; optional_no_ca lets such a
+      // certificate through, and OCSP then cannot be done (AH02038).
+      if (t.verify !== 'optional_no_ca') return true;
+      log(APLOG_ERR, 'AH02038: cannot perform OCSP validation for cert if issuer has not been verified (optional_no_ca configured)');
+      return failed(50, 'application verification failure', leaf);
+    }
+    const chain = [leaf, ...peerChain(tsock)];
+    const f = await verifyChain(o, chain, log);
+    if (f === null) return true;
+    return failed(f.errnum, f.text, chain[f.depth] ?? leaf);
+  }
+
   private handshake(sock: net.Socket, base: ServerRec, first: TlsServer, serve: (t: Transport, init: (c: ConnRec) => void) => void, pha: boolean, done: () => void): void {
     let chosen = first;
     const local = normIp(sock.localAddress ?? '');
     const candidates = this.setup.candidates(local, sock.localPort ?? 0);
     const tsock = new tls.TLSSocket(sock, {
       isServer: true,
-      server: this.sessions,
+      server: this.hubs.get(first),
       secureContext: first.context,
       requestCert: first.requestCert,
       rejectUnauthorized: first.rejectUnauthorized,
@@ -221,6 +311,8 @@ export class TlsLayer implements ConnectionLayer {
           const t = this.setup.servers.get(v);
           if (t !== undefined) {
             chosen = t;
+            const hub = this.hubs.get(t);
+            if (hub !== undefined) (tsock as HubbedSocket).server = hub;
             if (t !== first) {
               // The chosen host's verification applies from here on (SSL_set_verify in httpd).
               const h = tsock as unknown as { _handle?: { setVerifyMode?: (req: boolean, rej: boolean) => void } };
@@ -255,11 +347,20 @@ export class TlsLayer implements ConnectionLayer {
         tsock.destroy();
         return;
       }
-      if (APLOG_DEBUG <= levelFor(chosen.s.logLevel, 'ssl')) {
-        const bits = sslVar(state, 'SSL_CIPHER_USEKEYSIZE', false) ?? '0';
-        logConn(chosen.s, APLOG_DEBUG, `AH02041: Protocol: ${tsock.getProtocol() ?? ''}, Cipher: ${tsock.getCipher().name} (${bits}/${bits} bits)`, sock);
-      }
-      serve(tsock as unknown as Transport, (c) => this.setup.attach(c, state));
+      const t = chosen;
+      const go = (): void => {
+        if (APLOG_DEBUG <= levelFor(t.s.logLevel, 'ssl')) {
+          const bits = sslVar(state, 'SSL_CIPHER_USEKEYSIZE', false) ?? '0';
+          logConn(t.s, APLOG_DEBUG, `AH02041: Protocol: ${tsock.getProtocol() ?? ''}, Cipher: ${tsock.getCipher().name} (${bits}/${bits} bits)`, sock);
+        }
+        serve(tsock as unknown as Transport, (c) => this.setup.attach(c, state));
+      };
+      if (t.ocsp === null || tsock.getPeerX509Certificate() === undefined) { go(); return; }
+      // SSLOCSPEnable: the responder is asked before the first request is read.
+      this.ocspAtHandshake(tsock, t, state, sock).then((ok) => {
+        if (ok) go();
+        else tsock.destroy();
+      }, () => tsock.destroy());
     });
   }
 }

@@ -36,6 +36,10 @@ export class SslConn {
    *  directory did (httpd has it only once it asked; see hooks.ts on renegotiation). */
   certRevealed = false;
 
+  /** SSLOCSPEnable found the client's certificate bad (the verify error's text); the request
+   *  hooks report it when a directory requires a certificate. */
+  ocspFailure: string | undefined = undefined;
+
   /** The plain-HTTP request has been answered: the error is not repeated. */
   plainReported = false;
 
