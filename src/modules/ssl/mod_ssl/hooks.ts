@@ -24,6 +24,7 @@ import {
   type SslDirConfig, type SslServerConfig, type VerifyMode,
 } from './config.js';
 import type { TlsServer } from './contexts.js';
+import { cipherSet } from './ciphers.js';
 import { SslConn, STD_ENV_VARS, dnEnvVars, formatDn, pem, sanEnvVars, sslVar } from './vars.js';
 
 /** What the hooks need from the module (its configuration handles and the generation's TLS). */
@@ -126,6 +127,29 @@ export function makeHooks(env: HookEnv) {
     if (!ssl || conn === undefined) return DECLINED;
     const sc = env.server(r);
     const t = env.tls(r, r.server);
+    // Per-directory SSLCipherSuite (ssl_hook_Access_classic): TLS 1.2 and below only (httpd
+    // 2.4.71 leaves a TLS 1.3 connection's cipher as it is).
+    // DIFFERENCE: httpd sets the directory's list on the connection and renegotiates; Node
+    // cannot change a connection's cipher list, so a connection whose cipher is in the list is
+    // served as it is, and one whose cipher is not is refused as a failed renegotiation is.
+    const dirCiphers = dc.cipherSuite ?? (r.server !== conn.handshakeServer ? sc.cipherSuite : undefined);
+    const proto = conn.sock.getProtocol();
+    if (dirCiphers !== undefined && proto !== 'TLSv1.3' && (t === undefined || dirCiphers !== t.ciphers)) {
+      const allowed = cipherSet(dirCiphers);
+      if (allowed === null) {
+        r.log('ssl', APLOG_WARNING, 'AH02253: Unable to reconfigure (per-directory) permitted SSL ciphers');
+        if (APLOG_ERR <= levelFor(r.server.logLevel, 'ssl')) {
+          r.server.errorLog.write({ module: 'ssl', level: APLOG_ERR, message: 'SSL Library Error: error:0A0000B9:SSL routines::no cipher match' });
+        }
+        return 403;
+      }
+      if (!allowed.has(conn.sock.getCipher().name)) {
+        if (r.wantsLog('ssl', APLOG_DEBUG)) r.log('ssl', APLOG_DEBUG, 'AH02220: Reconfigured cipher suite will force renegotiation');
+        r.log('ssl', APLOG_ERR, 'AH02261: Re-negotiation handshake failed');
+        r.log('ssl', APLOG_INFO, `PL02216: the connection's cipher ${conn.sock.getCipher().name} is not in this directory's SSLCipherSuite, and plume cannot renegotiate to another`);
+        return 403;
+      }
+    }
     // Per-directory client verification (ssl_hook_Access_modern / _classic).
     const dirMode = dc.verifyClient;
     const srvMode = sc.verifyClient ?? 'none';
