@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import type { Request, ConnRec } from '../server/request/request.js';
 import { APLOG_DEBUG, APLOG_TRACE5 } from '../server/log/levels.js';
-import { parseAddr, parseSubnet, subnetTest, connAddr } from '../lib/ipsubnet.js';
+import { parseAddr, parseSubnet, subnetTest, useragentAddr } from '../lib/ipsubnet.js';
 import { fnmatch, FNM_CASE_BLIND, FNM_PATHNAME } from './fnmatch.js';
 import type {
   EvalState, ExprBinaryFn, ExprFuncDecl, ExprProvider, ExprStringFn, ExprUnaryFn, ExprVariable,
@@ -115,7 +115,7 @@ function coreVariables(sslTests: readonly ((c: ConnRec) => boolean)[]): Record<s
     CONTEXT_PREFIX: () => '',
     CONTEXT_DOCUMENT_ROOT: (s) => documentRoot(s.r),
     REQUEST_STATUS: (s) => (s.r.status ? String(s.r.status) : ''),
-    REMOTE_ADDR: (s) => s.r.connection.remoteIp,
+    REMOTE_ADDR: (s) => s.r.useragentIp,
     REMOTE_PORT: (s) => String(s.r.connection.remotePort),
 
     HTTPS: (s) => {
@@ -310,8 +310,8 @@ const UNARY: Record<string, ExprFuncDecl<ExprUnaryFn>> = {
   z: unary((_s, a) => a === ''),
   R: {
     prepare: subnetOp<ExprUnaryFn>((test) => (s) => {
-      const a = connAddr(s.r.connection);
-      return a !== undefined && test(s.r.connection.remoteIp);
+      const a = useragentAddr(s.r);
+      return a !== undefined && test(s.r.useragentIp);
     }),
   },
   T: unary((_s, a) => {

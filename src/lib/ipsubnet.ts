@@ -264,6 +264,20 @@ export function connAddr(conn: { readonly remoteIp: string }): IpAddr | undefine
   return a ?? undefined;
 }
 
+const uaCache = new WeakMap<object, { ip: string; addr: IpAddr | null }>();
+
+/** The parsed address of the request's client (r->useragent_addr): the connection's, unless
+ *  mod_remoteip set another. */
+export function useragentAddr(r: { readonly useragentIp: string; readonly connection: { readonly remoteIp: string } }): IpAddr | undefined {
+  if (r.useragentIp === r.connection.remoteIp) return connAddr(r.connection);
+  let e = uaCache.get(r);
+  if (e === undefined || e.ip !== r.useragentIp) {
+    e = { ip: r.useragentIp, addr: parseAddr(r.useragentIp) ?? null };
+    uaCache.set(r, e);
+  }
+  return e.addr ?? undefined;
+}
+
 /** The parsed local address of a connection. */
 const localCache = new WeakMap<object, IpAddr | null>();
 export function connLocalAddr(conn: { readonly localIp: string }): IpAddr | undefined {

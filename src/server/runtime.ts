@@ -187,7 +187,7 @@ export class Runtime {
     r.server.errorLog.write({
       module, level, message, source,
       errno: err,
-      client: { ip: r.connection.remoteIp, port: r.connection.remotePort },
+      client: { ip: r.useragentIp, port: r.connection.remotePort },
       referer,
       context: {
         localIp: r.connection.localIp,

@@ -23,7 +23,7 @@ import { registerSatisfy, type SatisfyMode } from '../../server/request/satisfy.
 import {
   envHas, maskFromScope, maskHas, registerCompatPrecedence, type MethodMask,
 } from './mod_authz_core.js';
-import { connAddr, inDomain, parseSubnet, subnetErrorText, subnetTest, type IpSubnet } from '../../lib/ipsubnet.js';
+import { useragentAddr, inDomain, parseSubnet, subnetErrorText, subnetTest, type IpSubnet } from '../../lib/ipsubnet.js';
 import { REMOTE_DOUBLE_REV, getRemoteHost } from '../../server/remote-host.js';
 
 export type Order = 'deny,allow' | 'allow,deny' | 'mutual-failure';
@@ -158,7 +158,7 @@ function findAllowDeny(r: Request, list: readonly AllowDeny[], from: number): Ma
       case 'all':
         return matched(r, a);
       case 'ip': {
-        const addr = connAddr(r.connection);
+        const addr = useragentAddr(r);
         if (addr && subnetTest(a.ip, addr)) return matched(r, a);
         break;
       }

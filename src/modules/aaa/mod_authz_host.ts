@@ -18,7 +18,7 @@ import {
   type AuthzProvider, type AuthzStatus,
 } from './mod_authz_core.js';
 import {
-  addrEqual, connAddr, connLocalAddr, inDomain, parseAddr, parseSubnet, subnetErrorText, subnetTest,
+  addrEqual, connAddr, useragentAddr, connLocalAddr, inDomain, parseAddr, parseSubnet, subnetErrorText, subnetTest,
   type IpSubnet,
 } from '../../lib/ipsubnet.js';
 import { REMOTE_DOUBLE_REV, getRemoteHost } from '../../server/remote-host.js';
@@ -71,7 +71,7 @@ const ipProvider: AuthzProvider<readonly IpSubnet[]> = {
     return authzOk(subnets);
   },
   check(r, _args, subnets) {
-    const a = connAddr(r.connection);
+    const a = useragentAddr(r);
     if (a) for (const s of subnets) if (subnetTest(s, a)) return AUTHZ_GRANTED;
     return AUTHZ_DENIED;
   },

@@ -263,13 +263,15 @@ function timeItem(a: string): (r: Request) => string {
 const pid = process.pid;
 
 function registerBuiltinItems(): void {
-  // %h (the client, after mod_remoteip) and %{c}h (the TCP peer): both the connection here.
-  // A name is shown once looked up (HostnameLookups, or Require host asked for it).
-  registerLogItem('h', (r) => {
+  // %h (the client, after mod_remoteip: its address) and %{c}h (the TCP peer). A name is
+  // shown once looked up (HostnameLookups, or Require host asked for it).
+  registerLogItem('h', (r, arg) => {
     const c = r.connection;
+    if (arg !== 'c' && r.useragentIp !== c.remoteIp) return escapeLogItem(r.useragentIp);
     return escapeLogItem(c.remoteHost ? c.remoteHost : c.remoteIp);
   });
-  registerLogItem('a', (r) => r.connection.remoteIp);
+  // %a is the request's client (mod_remoteip may set it), %{c}a the connection's peer.
+  registerLogItem('a', (r, arg) => (arg === 'c' ? r.connection.remoteIp : r.useragentIp));
   registerLogItem('A', (r) => r.connection.localIp);
   // mod_ident is not part of plume: the remote logname is never known.
   registerLogItem('l', () => undefined);

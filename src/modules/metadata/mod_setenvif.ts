@@ -392,7 +392,7 @@ const serverRulesDone = new WeakSet<Request>();
 
 function attributeValue(r: Request, e: SetEnvIfEntry): string | undefined {
   switch (e.special) {
-    case 'remote_addr': return r.connection.remoteIp;
+    case 'remote_addr': return r.useragentIp;
     case 'server_addr': return r.connection.localIp;
     // ap_get_remote_host(REMOTE_NAME): the looked-up name when there is one, else the address.
     case 'remote_host': return r.connection.remoteHost || r.connection.remoteIp;

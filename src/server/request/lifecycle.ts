@@ -294,6 +294,7 @@ function cloneForRedirect(rt: Runtime, r: Request, uri: string): Request {
   n.parsedPort = r.parsedPort;
   n.requestTime = r.requestTime;
   n.startMicros = r.startMicros;
+  n.useragentIp = r.useragentIp;
   n.headersIn = r.headersIn;
   n.body = r.body;
   n.expecting100 = r.expecting100;

@@ -35,7 +35,7 @@ test('apr_base64_decode: stops at the first non-alphabet character, tolerates mi
 test('string expressions for AuthName/AuthType/AuthBasicFake: literals, escapes, variables, errors', () => {
   const r = {
     headersIn: { get: (n: string) => (n === 'Host' ? 'example.org' : undefined) },
-    method: 'GET', uri: '/x', connection: { remoteIp: '127.0.0.1' }, subprocessEnv: new Map([['E', 'env!']]),
+    method: 'GET', uri: '/x', useragentIp: '127.0.0.1', connection: { remoteIp: '127.0.0.1' }, subprocessEnv: new Map([['E', 'env!']]),
     notes: new Map(), server: {}, wantsLog: () => false,
   } as unknown as Request;
   const ok = (src: string): string => {

@@ -54,7 +54,7 @@ test('random and mutated expressions never throw; accepted ones evaluate', () =>
     method: 'GET', uri: '/x', args: 'q', filename: '/tmp/none', pathInfo: '', protocol: 'HTTP/1.1', theRequest: 'GET /x HTTP/1.1',
     headersIn: new Map<string, string>(), headersOut: { merge: () => undefined, get: () => undefined }, errHeadersOut: { get: () => undefined },
     subprocessEnv: new Map<string, string>(), notes: new Map<string, string>(), main: null, user: undefined, status: 200,
-    connection: { remoteIp: '127.0.0.1', remotePort: 1, remoteHost: undefined }, server: { scheme: undefined, serverAdmin: undefined },
+    useragentIp: '127.0.0.1', connection: { remoteIp: '127.0.0.1', remotePort: 1, remoteHost: undefined }, server: { scheme: undefined, serverAdmin: undefined },
     finfo: null, mtime: 0, wantsLog: () => false, log: () => undefined,
   };
   let accepted = 0;

@@ -213,7 +213,7 @@ function lookupVariable(varName: string, ctx: Ctx): string {
       const n = getServerName(r);
       return n.includes(':') && !n.startsWith('[') ? `[${n}]` : n;
     }
-    case 'REMOTE_ADDR': return r.connection.remoteIp;
+    case 'REMOTE_ADDR': return r.useragentIp;
     case 'SERVER_ADDR': return r.connection.localIp;
     case 'HTTP_ACCEPT': return lookupHeader('Accept', ctx) ?? '';
     case 'THE_REQUEST': return r.theRequest;
