@@ -18,6 +18,7 @@ import request from './filters/mod_request.js';
 import dir from './mappers/mod_dir.js';
 import autoindex from './generators/mod_autoindex.js';
 import status from './generators/mod_status.js';
+import info from './generators/mod_info.js';
 import cgid from './generators/mod_cgid.js';
 import cgi from './generators/mod_cgi.js';
 import env from './metadata/mod_env.js';
@@ -70,7 +71,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(status), h(autoindex), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(remoteip),
+  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(status), h(info), h(autoindex), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(remoteip),
   h(caseFilter), h(caseFilterIn),
 ];
 

@@ -286,6 +286,7 @@ export async function loadConfiguration(options: ConfigOptions, catalogue: Modul
   const main = parseConfig(text, options.configFile);
   trees.push(...expandNodes(ctx, main));
   cmdline(options.postDirectives);
+  ctx.configTree = trees;
   const deferred = deferredFailure(ctx);
   if (deferred !== undefined) throw deferred;
 

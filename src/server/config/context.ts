@@ -11,6 +11,18 @@ import { ErrorLog, formatDefault, type ErrorLogEntry } from '../log/error-log.js
 import type { LogSink } from '../log/log-writer.js';
 import { APLOG_NOTICE, DEFAULT_LOG_LEVEL, levelFor, type LogLevelConfig } from '../log/levels.js';
 
+/** A directive of the configuration as read — Include'd files spliced in, <IfModule> and the
+ *  other read-time directives gone — with its file and line: httpd's ap_conftree, which
+ *  mod_info shows. */
+export interface ConfigTreeNode {
+  readonly name: string;
+  readonly args: string;
+  readonly file: string;
+  readonly line: number;
+  readonly children: readonly ConfigTreeNode[] | undefined;
+  readonly source: { readonly kind: string };
+}
+
 export interface LoadedDirective {
   readonly spec: DirectiveSpec<unknown, unknown>;
   readonly module: AnyModuleHandle;
@@ -105,6 +117,8 @@ export class ConfigContext {
   startupLogLevel: LogLevelConfig = DEFAULT_LOG_LEVEL;
   /** Read-phase errors reported once the read is over (see DeferredError). */
   readonly deferredErrors: DeferredError[] = [];
+  /** The configuration tree, once read (see ConfigTreeNode). */
+  configTree: readonly ConfigTreeNode[] = [];
   /** Per-generation scratch space for modules (typed by the module that owns the key). */
   private readonly scratch = new Map<string, unknown>();
   private nextServerId = 1;
