@@ -60,6 +60,7 @@ import socacheShmcb from './cache/mod_socache_shmcb.js';
 import socacheDbm from './cache/mod_socache_dbm.js';
 import socacheMemcache from './cache/mod_socache_memcache.js';
 import socacheRedis from './cache/mod_socache_redis.js';
+import slotmemShm from './slotmem/mod_slotmem_shm.js';
 import ssl from './ssl/mod_ssl/index.js';
 import authnAnon from './aaa/mod_authn_anon.js';
 import caseFilter from './examples/mod_case_filter.js';
@@ -71,7 +72,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(status), h(info), h(autoindex), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(remoteip),
+  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(status), h(info), h(autoindex), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(remoteip),
   h(caseFilter), h(caseFilterIn),
 ];
 
