@@ -118,6 +118,9 @@ export class Request {
   subprocessEnv = new Map<string, string>();
   notes = new Map<string, string>();
 
+  /** PROXYREQ_* of src/proxy/api.ts (r->proxyreq): 0 none, 1 forward, 2 reverse, 3 response. */
+  proxyreq: 0 | 1 | 2 | 3 = 0;
+
   // ---- mapping --------------------------------------------------------------------------
   filename = '';
   canonicalFilename = '';
