@@ -28,6 +28,7 @@ import remoteip from './metadata/mod_remoteip.js';
 import alias from './mappers/mod_alias.js';
 import rewrite from './mappers/mod_rewrite/index.js';
 import actions from './mappers/mod_actions.js';
+import userdir from './mappers/mod_userdir.js';
 import negotiation from './mappers/mod_negotiation.js';
 import vhostAlias from './mappers/mod_vhost_alias.js';
 import unixd from './arch/unix/mod_unixd.js';
@@ -72,7 +73,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(status), h(info), h(autoindex), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(remoteip),
+  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(status), h(info), h(autoindex), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(userdir), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(remoteip),
   h(caseFilter), h(caseFilterIn),
 ];
 
