@@ -32,6 +32,7 @@ import {
   type ServerName,
   type Site,
 } from './site.js';
+import { ALL_TLS_SCENARIOS, runTlsBench, stopTlsChildren, type TlsRow, type TlsScenarioName } from './tls.js';
 
 // ---------------------------------------------------------------- paths
 
@@ -61,6 +62,8 @@ interface Options {
   keep: boolean;
   out: string;
   plumeBin: string;
+  /** the TLS scenarios (bench/tls.ts) */
+  tlsScenarios: TlsScenarioName[];
 }
 
 function serverLabel(name: ServerName, opts: Options): string {
@@ -81,7 +84,8 @@ function serverLabel(name: ServerName, opts: Options): string {
 const USAGE = `usage: npm run bench -- [options]
   --servers LIST       apache,plume,plume-workers,nginx,bare
                        (default: all; nginx only if installed)
-  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k,cgi
+  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k,cgi,
+                       tls-1k,tls-handshake (bench/tls.ts: Apache and plume only, after the others)
                        (default: all)
   --connections LIST   wrk connection counts (default: 50,500)
   --duration S         seconds per timed run (default: 10)
@@ -150,6 +154,7 @@ function parseOptions(argv: string[]): Options {
     keep: false,
     out: path.join(RESULTS_DIR, 'latest.json'),
     plumeBin: DEFAULT_PLUME_BIN,
+    tlsScenarios: [...ALL_TLS_SCENARIOS],
   };
   const n = cpuCount();
   let pin: boolean | null = null;
@@ -172,8 +177,10 @@ function parseOptions(argv: string[]): Options {
       }
       case '--scenarios': {
         const list = parseList(takeValue());
-        for (const s of list) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) die(`unknown scenario ${s}`);
-        o.scenarios = list as ScenarioName[];
+        const isTls = (s: string): boolean => (ALL_TLS_SCENARIOS as readonly string[]).includes(s);
+        for (const s of list) if (!(ALL_SCENARIOS as readonly string[]).includes(s) && !isTls(s)) die(`unknown scenario ${s}`);
+        o.scenarios = list.filter((s) => !isTls(s)) as ScenarioName[];
+        o.tlsScenarios = list.filter(isTls) as TlsScenarioName[];
         break;
       }
       case '--connections':
@@ -227,7 +234,7 @@ function parseOptions(argv: string[]): Options {
         die(`unknown option ${a}`);
     }
   }
-  if (o.servers.length === 0 || o.scenarios.length === 0 || o.connections.length === 0) die('nothing to run');
+  if (o.servers.length === 0 || (o.scenarios.length === 0 && o.tlsScenarios.length === 0) || o.connections.length === 0) die('nothing to run');
   if (pin === null) pin = o.wrkCpus === null && o.serverCpus === null && n >= 2 && n <= 8;
   if (pin && n >= 2) {
     if (o.wrkCpus === null) o.wrkCpus = String(n - 1);
@@ -1345,6 +1352,7 @@ async function cleanup(): Promise<void> {
     }
   }
   for (const c of [...live]) await stopChild(c, 2000);
+  await stopTlsChildren();
   if (site !== null && !keepSite) fs.rmSync(site.root, { recursive: true, force: true });
 }
 
@@ -1685,7 +1693,16 @@ async function main(): Promise<void> {
 
   if (shuttingDown) return;
   write('');
-  write(report(opts, rows, failures, skipped));
+  if (rows.length > 0) write(report(opts, rows, failures, skipped));
+  let tlsRows: TlsRow[] = [];
+  if (opts.tlsScenarios.length > 0) {
+    tlsRows = await runTlsBench({
+      scenarios: opts.tlsScenarios, servers: opts.servers, connections: opts.connections, durationS: opts.durationS,
+      warmupS: opts.warmupS, plumeBin: opts.plumeBin, plumeWorkers: opts.plumeWorkers, wrkCpus: opts.wrkCpus,
+      serverCpus: opts.serverCpus, keep: opts.keep, write,
+    });
+  }
+  if (shuttingDown) return;
 
   const json = {
     date: new Date().toISOString(),
@@ -1710,6 +1727,7 @@ async function main(): Promise<void> {
     ),
     results: rows,
     ratios: ratios(rows, opts),
+    tls: tlsRows,
     workerRss: workerRss(rows),
     skipped,
     failures,
