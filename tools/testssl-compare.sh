@@ -38,7 +38,9 @@ conf() { # $1 name, $2 port
   mkdir -p "$dir/$1/logs"
   [ "$(id -u)" = 0 ] && chown www-data:www-data "$dir/$1/logs"
   cat > "$dir/$1/httpd.conf" <<EOF
-LoadModule unixd_module $mods/mod_unixd.so
+<IfModule !unixd_module>
+    LoadModule unixd_module $mods/mod_unixd.so
+</IfModule>
 LoadModule mpm_event_module $mods/mod_mpm_event.so
 LoadModule authz_core_module $mods/mod_authz_core.so
 LoadModule mime_module $mods/mod_mime.so
@@ -70,10 +72,16 @@ pids+=($!)
 node "$repo/bin/plume" -d "$dir/plume" -f "$dir/plume/httpd.conf" -D FOREGROUND > "$dir/plume.out" 2>&1 &
 pids+=($!)
 for port in "$aport" "$pport"; do
+  up=""
   for _ in $(seq 1 100); do
-    if openssl s_client -connect "127.0.0.1:$port" -servername localhost </dev/null >/dev/null 2>&1; then break; fi
+    if openssl s_client -connect "127.0.0.1:$port" -servername localhost </dev/null >/dev/null 2>&1; then up=1; break; fi
     sleep 0.2
   done
+  if [ -z "$up" ]; then
+    echo "testssl-compare: nothing answers TLS on port $port" >&2
+    cat "$dir/apache.out" "$dir/plume.out" "$dir"/*/logs/error_log >&2 2>/dev/null || true
+    exit 1
+  fi
 done
 
 # Both scans at once: each is mostly waiting on openssl handshakes.
@@ -91,7 +99,7 @@ wait "$s1" "$s2"
 normalise() {
   node -e '
     const rows = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-    const meta = new Set(["scanTime", "scanProblem", "service", "engine_problem", "clientProblem1", "optimal_proto", "pre_128cipher"]);
+    const meta = new Set(["scanTime", "service", "engine_problem", "clientProblem1", "optimal_proto", "pre_128cipher"]);
     const section = (id) => /^(SSLv2|SSLv3|TLS1|TLS1_1|TLS1_2|TLS1_3|NPN|ALPN|ALPN_HTTP2)$/.test(id) ? "protocols"
       : /^(cipher|supportedciphers|cipherorder)/.test(id) ? "ciphers" : "vulnerabilities";
     for (const r of rows) {

@@ -74,3 +74,33 @@ test('OCSP stapling: good answers stapled and cached, tryLater or nothing when t
     site.remove();
   }
 });
+
+test('client-initiated renegotiation is refused (SSL_OP_NO_RENEGOTIATION, as httpd 2.4.71)', async () => {
+  const port = await freePort();
+  const site = await makeSite('tls-reneg');
+  site.write([
+    'LoadModule ssl_module /usr/lib/apache2/modules/mod_ssl.so',
+    `Listen 127.0.0.1:${port}`,
+    `<VirtualHost 127.0.0.1:${port}>`,
+    '  ServerName localhost',
+    '  SSLEngine on',
+    `  SSLCertificateFile ${FIX}/server.crt`,
+    `  SSLCertificateKeyFile ${FIX}/server.key`,
+    '</VirtualHost>',
+  ]);
+  let plume: Awaited<ReturnType<typeof startPlume>> | null = null;
+  try {
+    plume = await startPlume(site);
+    const { connect } = await import('node:tls');
+    const outcome = await new Promise<string>((resolve) => {
+      const s = connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false, maxVersion: 'TLSv1.2' }, () => {
+        s.renegotiate({}, (err) => { resolve(err === null || err === undefined ? 'renegotiated' : `refused: ${err.message}`); s.destroy(); });
+      });
+      s.on('error', (e) => resolve(`refused: ${e.message}`));
+    });
+    assert.match(outcome, /^refused/);
+  } finally {
+    await plume?.stop();
+    site.remove();
+  }
+});

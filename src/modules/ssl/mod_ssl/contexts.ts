@@ -316,7 +316,11 @@ function buildOne(ctx: ConfigContext, s: ServerRec, sc: SslServerConfig, dirVeri
   const stapling = sc.useStapling === true ? staplingSettings(sc, byType, chain, ca) : null;
   const proto = protocolOptions(sc.protocol ?? PROTO_DEFAULT);
   if (proto === null) fail(ctx, 'AH02231: No SSL protocols available [hint: SSLProtocol]');
-  let secureOptions = proto.off | crypto.constants.SSL_OP_NO_SSLv3 | crypto.constants.SSL_OP_NO_COMPRESSION;
+  // httpd 2.4.71 refuses client-initiated renegotiation at OpenSSL's level (a TLS 1.2 client
+  // asking gets a no_renegotiation alert); testssl.sh reports a server without it as open to
+  // a renegotiation DoS.
+  let secureOptions = proto.off | crypto.constants.SSL_OP_NO_SSLv3 | crypto.constants.SSL_OP_NO_COMPRESSION
+    | (crypto.constants.SSL_OP_NO_RENEGOTIATION ?? 0);
   if (sc.honorCipherOrder === true) secureOptions |= crypto.constants.SSL_OP_CIPHER_SERVER_PREFERENCE;
   if (sc.sessionTickets === false) secureOptions |= crypto.constants.SSL_OP_NO_TICKET;
   if (sc.insecureReneg === true) secureOptions |= crypto.constants.SSL_OP_ALLOW_UNSAFE_LEGACY_RENEGOTIATION;
@@ -342,7 +346,9 @@ function buildOne(ctx: ConfigContext, s: ServerRec, sc: SslServerConfig, dirVeri
     ticketKeys: sc.sessionTicketKeyFile !== undefined ? readTicketKeys(ctx, sc.sessionTicketKeyFile) : ticketKeys,
     ecdhCurve: conf.curves,
     sigalgs: conf.sigalgs,
-    dhparam: conf.dhparam,
+    // DHE: SSLOpenSSLConfCmd DHParameters, else DH parameters appended to the first certificate
+    // file, else OpenSSL's automatic choice by key size (httpd's SSL_CTX_set_dh_auto).
+    dhparam: conf.dhparam ?? dhFromCertFile(sc.certFiles[0]) ?? 'auto',
   };
   let context: tls.SecureContext;
   try {
@@ -432,6 +438,12 @@ function staplingSettings(
     forceUrl: sc.staplingForceUrl,
     proxy: sc.ocspProxyUrl !== undefined ? parseUri(sc.ocspProxyUrl) ?? undefined : undefined,
   };
+}
+
+/** A "DH PARAMETERS" block in a certificate file (httpd's modssl_dh_from_file). */
+function dhFromCertFile(file: string | undefined): string | undefined {
+  if (file === undefined) return undefined;
+  try { return pemBlocks(fs.readFileSync(file, 'latin1'), /^DH PARAMETERS$/)[0]; } catch { return undefined; }
 }
 
 function readTicketKeys(ctx: ConfigContext, file: string): Buffer {
