@@ -118,6 +118,12 @@ export interface CaseSpec {
   extraLogs?: string[];
   /** Where the specification deliberately differs from Apache. */
   specOverride?: SpecOverride;
+  /**
+   * Values that differ on every run (random ids, times in cookies): [regex source, replacement]
+   * pairs applied (globally) to header values, bodies and log lines after the standard
+   * normalisation, e.g. ["[A-Za-z0-9_-]{27}", "<unique-id>"].
+   */
+  normalize?: [string, string][];
   /** Copy test/fixtures/tls/ (certificates, keys, CRL) to @ROOT@/tls/. */
   tlsFiles?: boolean;
   /**
@@ -260,8 +266,9 @@ function validateCase(id: string, v: unknown): CaseSpec {
   if (typeof o.title !== 'string' || o.title === '') fail('missing title');
   if (!Array.isArray(o.conf) || !o.conf.every((l) => typeof l === 'string')) fail('conf must be an array of strings');
   if (!Array.isArray(o.requests)) fail('requests must be an array');
-  const known = new Set(['title', 'conf', 'preamble', 'files', 'requests', 'keepAlive', 'logLines', 'extraLogs', 'specOverride', 'tlsFiles', 'ocspResponder']);
+  const known = new Set(['title', 'conf', 'preamble', 'files', 'requests', 'keepAlive', 'logLines', 'extraLogs', 'specOverride', 'tlsFiles', 'ocspResponder', 'normalize']);
   for (const k of Object.keys(o)) if (!known.has(k)) fail(`unknown key ${k}`);
+  if (o.normalize !== undefined && !(Array.isArray(o.normalize) && o.normalize.every(isStringPair))) fail('normalize must be [regex, replacement] pairs');
   for (const [i, r] of (o.requests as unknown[]).entries()) {
     if (typeof r !== 'object' || r === null) fail(`request ${i} not an object`);
     const rq = r as Record<string, unknown>;
@@ -783,6 +790,8 @@ interface NormContext {
   clientPorts: number[];
   /** Body lengths changed by boundary normalisation in the current step (raw → normalised), applied to access-log lines. */
   lengthRewrites: Map<number, number>;
+  /** The case's own normalisations (CaseSpec.normalize), compiled. */
+  patterns?: readonly (readonly [RegExp, string])[];
 }
 
 function escapeRe(s: string): string {
@@ -803,6 +812,7 @@ function normText(s: string, ctx: NormContext, clientPorts: boolean): string {
   out = replaceNumber(out, ctx.port, '@PORT@');
   out = replaceNumber(out, ctx.port2, '@PORT2@');
   if (clientPorts) for (const cp of ctx.clientPorts) out = replaceNumber(out, cp, '@CLIENTPORT@');
+  if (ctx.patterns !== undefined) for (const [re, to] of ctx.patterns) out = out.replace(re, to);
   return out;
 }
 
@@ -1009,6 +1019,7 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
     const mat = materialise(spec.ocspResponder === true ? { ...spec, tlsFiles: true } : spec, ph);
     if (ph.ocspPort !== undefined) responder = await startOcspResponder(root, ph.ocspPort);
     const ctx: NormContext = { root, port, port2, inodes: mat.inodes, clientPorts: [], lengthRewrites: new Map() };
+    if (spec.normalize !== undefined) ctx.patterns = spec.normalize.map(([re, to]) => [new RegExp(re, 'g'), to] as const);
     server = launch(command(root), root);
 
     // Wait until the server accepts connections (or exits).
