@@ -73,3 +73,17 @@ test('SSLProxyVerify require: unknown CA fails (AH02003), the CA file makes it p
     (await withCa.p.connect(withCa.s, await socketTo(b.port), 'localhost')).destroy();
   } finally { b.close(); }
 });
+
+test('SSLProxyVerify optional fails like require; optional_no_ca lets an unknown CA through; SSLProxyVerifyDepth 0 refuses a CA-issued certificate (AH02040)', async () => {
+  const b = await backend('server.crt', 'server.key');
+  try {
+    const optional = provider((c) => { c.verify = 'optional'; });
+    await assert.rejects(optional.p.connect(optional.s, await socketTo(b.port), 'localhost'), /AH02003: SSL Proxy connect failed/);
+    const noCa = provider((c) => { c.verify = 'optional_no_ca'; });
+    (await noCa.p.connect(noCa.s, await socketTo(b.port), 'localhost')).destroy();
+    const shallow = provider((c) => { c.verify = 'require'; c.caFile = path.join(FIX, 'ca.crt'); c.verifyDepth = 0; });
+    await assert.rejects(shallow.p.connect(shallow.s, await socketTo(b.port), 'localhost'), /AH02040: Certificate Verification: Certificate Chain too long \(chain has 1 certificates, but maximum allowed are only 0\)/);
+    const deep = provider((c) => { c.verify = 'require'; c.caFile = path.join(FIX, 'ca.crt'); c.verifyDepth = 1; });
+    (await deep.p.connect(deep.s, await socketTo(b.port), 'localhost')).destroy();
+  } finally { b.close(); }
+});

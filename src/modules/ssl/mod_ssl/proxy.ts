@@ -65,8 +65,10 @@ export function proxyOptions(p: Readonly<SslProxyConfig>): tls.ConnectionOptions
     ciphers: p.tls13Ciphers !== undefined ? `${p.tls13Ciphers}:${cipherList}` : cipherList,
     ca: ca.length > 0 ? ca : undefined,
     crl: crl.length > 0 ? crl : undefined,
-    // SSLProxyVerify none (the default) accepts any certificate; require fails the handshake.
-    rejectUnauthorized: p.verify === 'require',
+    // SSLProxyVerify none (the default) accepts any certificate; require and optional fail the
+    // handshake on one that does not verify (a backend always sends one); optional_no_ca is
+    // judged after it (verifyCheck).
+    rejectUnauthorized: p.verify === 'require' || p.verify === 'optional',
     // The name checks are httpd's own (below), not Node's.
     checkServerIdentity: () => undefined,
   };
@@ -82,6 +84,34 @@ export function proxyOptions(p: Readonly<SslProxyConfig>): tls.ConnectionOptions
 export function matchesName(cert: import('node:crypto').X509Certificate, host: string): boolean {
   return cert.checkHost(host, { subject: 'default', wildcards: true, partialWildcards: false }) !== undefined
     || (net.isIP(host) !== 0 && cert.checkIP(host) !== undefined);
+}
+
+/** Verification errors optional_no_ca lets through (ssl_verify_error_is_optional). */
+const OPTIONAL_ERRORS = new Set(['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'CERT_UNTRUSTED']);
+
+/** The verification half of ssl_callback_SSLVerify for the proxy: optional_no_ca's accepted
+ *  errors, and SSLProxyVerifyDepth (default 1: the backend's certificate issued by a trusted
+ *  CA). The log line when it fails, or undefined. */
+export function verifyCheck(p: Readonly<SslProxyConfig>, sock: tls.TLSSocket): string | undefined {
+  const mode = p.verify ?? 'none';
+  if (mode === 'none') return undefined;
+  const err = sock.authorizationError as (Error & { code?: string }) | null | undefined;
+  if (err !== null && err !== undefined) {
+    const code = (err as { code?: string }).code ?? String(err);
+    if (mode !== 'optional_no_ca' || !OPTIONAL_ERRORS.has(code)) return `AH02039: Certificate Verification: Error: ${err.message ?? code}`;
+    return undefined;
+  }
+  let n = 0;
+  const seen = new Set<string>();
+  for (let c = sock.getPeerCertificate(true); c !== undefined && c.raw !== undefined && !seen.has(c.fingerprint256); c = c.issuerCertificate) {
+    seen.add(c.fingerprint256);
+    n++;
+    if (c.issuerCertificate === c) break;
+  }
+  const depth = p.verifyDepth ?? 1;
+  if (n - 1 > depth) return `AH02040: Certificate Verification: Certificate Chain too long (chain has ${n - 1} certificates, but maximum allowed are only ${depth})`;
+  return undefined;
 }
 
 /** The checks after the handshake (ssl_io_filter_handshake, proxy side); the log line of the
@@ -121,7 +151,7 @@ export function makeProxyProvider(conf: (s: ServerRec) => Readonly<SslProxyConfi
       return new Promise((resolve, reject) => {
         const t = tls.connect({ ...opts, socket, servername: net.isIP(host) === 0 ? host : undefined });
         t.once('secureConnect', () => {
-          const failed = peerCheck(p, t, host);
+          const failed = verifyCheck(p, t) ?? peerCheck(p, t, host);
           if (failed !== undefined) { t.destroy(); reject(new SslProxyError(failed)); return; }
           t.removeAllListeners('error');
           resolve(t);
