@@ -23,7 +23,14 @@ export interface ConfigNode {
   close?: { line: number; raw: readonly string[] };
   /** Sections: the opening line had no closing '>'. */
   missingGt?: boolean;
+  /** Sections: the file ended inside it, under an outermost conditional section (which
+   *  httpd reads to the end of the file when true, and refuses when false). */
+  unclosed?: boolean;
 }
+
+/** The sections httpd runs while reading (EXEC_ON_READ): a true one reads its body up to its
+ *  end tag or, without one, to the end of the file (ap_build_cont_config). */
+const READ_TIME_CONDITIONALS: ReadonlySet<string> = new Set(['ifmodule', 'ifdefine', 'iffile', 'ifdirective', 'ifsection']);
 
 /** Parses a file's text into the lossless tree; throws ConfigError for unbalanced sections. */
 export function parseConfig(source: string, file: string): ConfigNode[] {
@@ -75,7 +82,9 @@ export function parseConfig(source: string, file: string): ConfigNode[] {
     }
     top().push({ kind: 'directive', name: word, args: rest, ...base });
   }
-  if (stack.length) {
+  if (stack.length && READ_TIME_CONDITIONALS.has(stack[0]!.name.toLowerCase())) {
+    for (const open of stack) open.unclosed = true;
+  } else if (stack.length) {
     const open = stack[stack.length - 1]!;
     throw new ConfigError(file, open.line, `${file}:${open.line}: <${open.name}> was not closed.`, 'read');
   }

@@ -54,7 +54,8 @@ export interface CoreDirConfig {
   addDefaultCharset: string | null | undefined;
   /** ForceType / SetHandler; 'none' clears an inherited value. */
   forceType: string | undefined;
-  handler: string | undefined;
+  /** SetHandler: the handler name, or the string expression naming it per request. */
+  handler: string | StringExpr | undefined;
   /** ErrorDocument: a string expression per status (a message starts with '"'); null is
    *  "default" (back to the built-in page). */
   errorDocuments: ReadonlyMap<number, StringExpr | null> | undefined;

@@ -16,6 +16,7 @@ import { mtimeMicrosOf } from '../request/stat-cache.js';
 import { meetsConditions } from '../http/conditional.js';
 import { isKnownMethod, DEFAULT_LIMIT_REQUEST_BODY } from '../http/http-core.js';
 import { discardBody } from '../http/http-in.js';
+import { evalString, isFailure } from '../../expr/index.js';
 
 /** DocumentRoot + URI (httpd's core_translate). */
 export function translateName(r: Request): number {
@@ -51,9 +52,26 @@ export function coreTypeChecker(_r: Request): number {
 export function coreOverrideType(r: Request): number {
   const c = coreDir(r);
   if (c.forceType !== undefined && c.forceType !== 'none') r.contentType = c.forceType;
-  if (c.handler !== undefined && c.handler !== 'none') r.handler = c.handler;
+  const h = c.handler;
+  if (typeof h === 'string') {
+    if (h !== 'none') r.handler = h;
+  } else if (h !== undefined) {
+    const v = evalString(h, r);
+    if (isFailure(v)) {
+      r.log('core', APLOG_ERR, `AH03154: Can't evaluate handler expression: ${v.error}`);
+      return 500;
+    }
+    const name = handlerName(v);
+    if (name !== 'none') r.handler = name;
+  }
   if (r.usedPathInfo === 'default' && c.acceptPathInfo !== undefined) r.usedPathInfo = c.acceptPathInfo;
   return OK;
+}
+
+/** A SetHandler value as a handler name: lower case, except a proxy:unix URL (its socket
+ *  path keeps its case). */
+export function handlerName(v: string): string {
+  return v.startsWith('proxy:unix') ? v : v.toLowerCase();
 }
 
 /** The Allow header value for what the default handler accepts. */

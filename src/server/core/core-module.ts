@@ -24,7 +24,7 @@ import { compileWildcard, isWildcard, sortDirectorySections } from './sections.j
 import type { ConfigContext } from '../config/context.js';
 import type { ServerRec } from '../server-rec.js';
 import type { Request } from '../request/request.js';
-import { translateName, mapToStorage, coreTypeChecker, coreOverrideType, defaultHandler } from './core-hooks.js';
+import { translateName, mapToStorage, coreTypeChecker, coreOverrideType, defaultHandler, handlerName } from './core-hooks.js';
 import { globals } from './globals.js';
 import { resolveHostSync } from './resolve.js';
 
@@ -326,8 +326,13 @@ function forceType(cmd: Cmd, arg: string): string | undefined {
   return undefined;
 }
 
+/** SetHandler takes a string expression (httpd 2.4.19+): parsed once; a constant one is
+ *  kept as the handler name it gives. */
 function setHandler(cmd: Cmd, arg: string): string | undefined {
-  cmd.dir.handler = arg.toLowerCase() === 'none' ? 'none' : arg.toLowerCase();
+  const res = parseStringExprCmd(cmd, arg);
+  if (!res.ok) return `Can't parse expression : ${res.error}`;
+  const constant = res.expr.constant;
+  cmd.dir.handler = constant !== undefined ? handlerName(constant) : res.expr;
   return undefined;
 }
 

@@ -35,6 +35,8 @@ function conditional(test: (cmd: Cmd, arg: string) => boolean) {
     const a = condArg(cmd, raw);
     if (typeof a === 'string') return a;
     if (test(cmd, a.arg) !== a.not) cmd.emit(cmd.expand(cmd.node.source.children ?? []));
+    // A false section is skipped up to its end tag (ap_soak_end_container), which must be there.
+    else if (cmd.node.source.unclosed === true) return `Expected </${cmd.node.source.name}> before end of configuration`;
     return undefined;
   };
 }

@@ -39,8 +39,12 @@ const LN_EOF = 4;
 const LN_TIMEUP = 5;
 /** DEFAULT_LIMIT_BLANK_LINES: empty lines tolerated before a request line. */
 const DEFAULT_LIMIT_BLANK_LINES = 10;
-/** HUGE_STRING_LEN: the most the core input filter hands over per line read. */
-const GETLINE_READ_MAX = 8192;
+/**
+ * The most one line read takes in: the core input filter splits lines of up to
+ * HUGE_STRING_LEN (8192) bytes from socket reads of APR_BUCKET_BUFF_SIZE (8000),
+ * so a read without LF ends after two socket reads, 16000 bytes.
+ */
+const GETLINE_READ_MAX = 16000;
 /** Unread input kept in memory before the socket is paused. */
 const READ_AHEAD_MAX = 256 * 1024;
 /** Lingering close: how long a closing connection waits for the client to go. */

@@ -5,7 +5,7 @@
 import type { Runtime } from '../runtime.js';
 import type { Request } from '../request/request.js';
 import type { Brigade, Bucket, FilterInstance } from '../filters.js';
-import { linkChain, instantiate, insertFilter, endsResponse, EOS, FTYPE_CONTENT_SET, FTYPE_PROTOCOL, FTYPE_NETWORK, type FilterSpec } from '../filters.js';
+import { linkChain, instantiate, insertFilter, endsResponse, EOS, FilterError, FTYPE_CONTENT_SET, FTYPE_PROTOCOL, FTYPE_NETWORK, type FilterSpec } from '../filters.js';
 import { runVoid } from '../hooks.js';
 import { coreDir, coreServer, errorDocumentFor } from '../core/config.js';
 import { globals } from '../core/globals.js';
@@ -16,7 +16,7 @@ import { APLOG_TRACE6, APLOG_ERR, levelFor } from '../log/levels.js';
 import { STATUS_LINES, cannedError, DOCTYPE, statusLine } from './status.js';
 import { strip304Headers, stripHeaderOnlyResponse } from './conditional.js';
 import { byterangeFilter, needsByterange } from './byterange.js';
-import { setKeepalive, isLengthUnknown } from './keepalive.js';
+import { setKeepalive, isLengthUnknown, dropsConnection } from './keepalive.js';
 import type { HeaderTable } from '../request/headers.js';
 import type { MaybePromise } from '../module.js';
 
@@ -429,8 +429,45 @@ export function sendErrorResponse(rt: Runtime, r: Request, recursiveError: numbe
   return sendErrorBody(rt, r, location, recursiveError);
 }
 
-/** The error page's body (or none for HEAD) down the chain. */
+/** The error page's body (or none for HEAD) down the chain. httpd writes the page into a
+ *  buffer and reads what is left of the request body (ap_finalize_request_protocol's
+ *  ap_discard_request_body) before anything goes out: a body that cannot be read (cut short,
+ *  too large) turns the answer into that error, with the first one in its "Additionally"
+ *  note, Content-Length left out, and the dropped page counted in %b. */
 function sendErrorBody(rt: Runtime, r: Request, location: string | undefined, recursiveError: number): MaybePromise<void> {
+  const body = r.body;
+  if (body !== null && !body.done && r.main === null && r.connection.keepAlive && !dropsConnection(r.status)) {
+    return discardThrough(r).then((st) => {
+      if (st === 0) return sendErrorPage(rt, r, location, recursiveError);
+      r.connection.keepAlive = false;
+      if (!r.headerOnly) r.bytesSent += errorPageLength(r, location, recursiveError);
+      r.notes.set(NO_CONTENT_LENGTH, '1');
+      return r.rt.die(r, st, r.status);
+    });
+  }
+  return sendErrorPage(rt, r, location, recursiveError);
+}
+
+/** Reads and drops the rest of r's body through its input filters: 0, or the status the
+ *  read failed with (400 cut short, 408, 413). */
+async function discardThrough(r: Request): Promise<number> {
+  try {
+    while ((await r.read()) !== null) { /* dropped */ }
+    return 0;
+  } catch (e) {
+    if (e instanceof FilterError) return e.status;
+    throw e;
+  }
+}
+
+/** The length of the page sendErrorPage would send. */
+function errorPageLength(r: Request, location: string | undefined, recursiveError: number): number {
+  const custom = errorDocumentFor(r, r.status);
+  if (custom && custom.startsWith('"') && !recursiveError) return Buffer.byteLength(custom.slice(1), 'latin1');
+  return Buffer.byteLength(generatedPage(r.status, r, location, recursiveError), 'latin1');
+}
+
+function sendErrorPage(rt: Runtime, r: Request, location: string | undefined, recursiveError: number): MaybePromise<void> {
   const status = r.status;
   if (r.headerOnly) return passBrigade(rt, r, [EOS]);
   const custom = errorDocumentFor(r, status);
