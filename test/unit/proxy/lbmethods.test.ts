@@ -5,23 +5,29 @@
 
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
+import { getBestWorker } from '../../../src/modules/proxy/balancers/best-worker.js';
 import {
-  WS_INITIALIZED, WS_DISABLED, WS_IN_ERROR, WS_HOT_STANDBY, WS_HOT_SPARE, WS_DRAIN, getBestWorker, type LbShared,
-} from '../../../src/modules/proxy/balancers/best-worker.js';
+  PROXY_WORKER_INITIALIZED as WS_INITIALIZED, PROXY_WORKER_DISABLED as WS_DISABLED, PROXY_WORKER_IN_ERROR as WS_IN_ERROR,
+  PROXY_WORKER_HOT_STANDBY as WS_HOT_STANDBY, PROXY_WORKER_HOT_SPARE as WS_HOT_SPARE, PROXY_WORKER_DRAIN as WS_DRAIN,
+  type ProxyWorker, type ProxyWorkerShared,
+} from '../../../src/proxy/api.js';
 import { findBestByrequests } from '../../../src/modules/proxy/balancers/mod_lbmethod_byrequests.js';
 import { findBestBytraffic } from '../../../src/modules/proxy/balancers/mod_lbmethod_bytraffic.js';
 import { findBestBybusyness } from '../../../src/modules/proxy/balancers/mod_lbmethod_bybusyness.js';
 import { findBestHeartbeat } from '../../../src/modules/proxy/balancers/mod_lbmethod_heartbeat.js';
 import { parseHeartbeatFile, encodeHbSlot, decodeHbSlot, addHbSlot, argsToMap, type HbServer } from '../../../src/modules/proxy/balancers/heartbeat-data.js';
 
-interface M { name: string; s: LbShared }
+type M = ProxyWorker;
 
-function member(name: string, over: Partial<LbShared> = {}): M {
-  return { name, s: { status: WS_INITIALIZED, lbset: 0, lbstatus: 0, lbfactor: 100, busy: 0, transferred: 0, read: 0, ...over } };
+/** A member as mod_proxy makes it: loadfactor 1 (lbfactor 1 → 100 in httpd's hundredths),
+ *  initialized in this process. */
+function member(name: string, over: Partial<ProxyWorkerShared> = {}): M {
+  const s = { name, status: WS_INITIALIZED, lbset: 0, lbstatus: 0, lbfactor: 1, busy: 0, transferred: 0, read: 0, ...over } as ProxyWorkerShared;
+  return { name, s, localStatus: WS_INITIALIZED } as unknown as M;
 }
 const noRetry = (): void => {};
 
-function schedule(ws: M[], n: number, find: (ws: M[]) => M | null): string {
+function schedule(ws: M[], n: number, find: (ws: M[]) => M | undefined): string {
   let out = '';
   for (let i = 0; i < n; i++) out += find(ws)?.name ?? '-';
   return out;
@@ -38,7 +44,7 @@ test('byrequests: equal factors rotate; a disabled member is left out', () => {
 });
 
 test('byrequests: factors 1,1,1,2 give d twice the others\' share, in httpd\'s order', () => {
-  const ws = [member('a'), member('b'), member('c'), member('d', { lbfactor: 200 })];
+  const ws = [member('a'), member('b'), member('c'), member('d', { lbfactor: 2 })];
   const s = schedule(ws, 10, (w) => findBestByrequests(w, noRetry));
   // The credit walk: d leads with 200 after one round, ties go to the earlier member.
   assert.equal(s, 'dabcddabcd');
@@ -74,13 +80,13 @@ test('the member walk: lbsets, hot spares, hot standbys, draining, retry', () =>
   assert.equal(schedule([p, q, spare], 4, (w) => findBestByrequests(w, noRetry)).includes('r'), false);
 
   // Nothing usable: null.
-  assert.equal(getBestWorker([member('z', { status: WS_INITIALIZED | WS_DISABLED })], () => true, noRetry), null);
+  assert.equal(getBestWorker([member('z', { status: WS_INITIALIZED | WS_DISABLED })], () => true, noRetry), undefined);
 });
 
 test('bytraffic: the fewest bytes per weight, the first one on a tie', () => {
   const a = member('a', { transferred: 1000, read: 1000 });
   const b = member('b', { transferred: 500, read: 600 });
-  const c = member('c', { transferred: 3000, read: 0, lbfactor: 300 });
+  const c = member('c', { transferred: 3000, read: 0, lbfactor: 3 });
   assert.equal(findBestBytraffic([a, b, c], noRetry)?.name, 'c'); // 10 < 11 < 20
   c.s.read = 400; // 10 + 1 = 11: b (5 + 6 = 11) came first
   assert.equal(findBestBytraffic([a, b, c], noRetry)?.name, 'b');
@@ -124,7 +130,7 @@ test('heartbeat: the storage file, slot records, and the pick by announced capac
 
   // No capacity: nobody.
   const none: Map<string, HbServer> = new Map([['10.0.0.1', { ip: '10.0.0.1', busy: 3, ready: 0, port: 80, id: 0, seen: 0 }]]);
-  assert.equal(findBestHeartbeat(ws, none, (w) => hosts.get(w.name)!, noRetry, noRetry), null);
+  assert.equal(findBestHeartbeat(ws, none, (w) => hosts.get(w.name)!, noRetry, noRetry), undefined);
 
   // mod_heartmonitor's slot records.
   const now = 1_800_000_000_000_000;

@@ -3,48 +3,29 @@
 // compete through the lbmethod's is_best callback, hot spares stand in for unusable members of
 // their set, and hot standbys are the last resort; a member in error is offered a retry first.
 
-/** Worker status bits (mod_proxy.h PROXY_WORKER_*). */
-export const WS_INITIALIZED = 0x0001;
-export const WS_IGNORE_ERRORS = 0x0002;
-export const WS_DRAIN = 0x0004;
-export const WS_GENERIC = 0x0008;
-export const WS_IN_SHUTDOWN = 0x0010;
-export const WS_DISABLED = 0x0020;
-export const WS_STOPPED = 0x0040;
-export const WS_IN_ERROR = 0x0080;
-export const WS_HOT_STANDBY = 0x0100;
-export const WS_FREE = 0x0200;
-export const WS_HC_FAIL = 0x0400;
-export const WS_HOT_SPARE = 0x0800;
-export const WS_NOT_USABLE = WS_IN_SHUTDOWN | WS_DISABLED | WS_STOPPED | WS_IN_ERROR | WS_HC_FAIL;
+import { APLOG_DEBUG, APLOG_EMERG } from '../../../server/log/levels.js';
+import type { Request } from '../../../server/request/request.js';
+import {
+  workerIsUsable, workerIsSpare, workerIsStandby, workerIsDrain,
+  type ProxyBalancer, type ProxyLbMethod, type ProxyWorker,
+} from '../../../proxy/api.js';
 
-/** The shared state of a member that the lbmethods read and write. */
-export interface LbShared {
-  status: number;
-  lbset: number;
-  lbstatus: number;
-  lbfactor: number;
-  busy: number;
-  transferred: number;
-  read: number;
+/** httpd keeps lbfactor as the loadfactor times 100 (1..100 → 100..10000): lbstatus, the
+ *  balancer-manager's "Load", counts in those units. */
+export function lbfactor(w: ProxyWorker): number {
+  return Math.round(w.s.lbfactor * 100);
 }
 
-export interface LbMember { readonly s: LbShared }
+/** is_best: whether `current` beats `prevBest` (undefined: none yet); may update its state. */
+export type IsBest = (current: ProxyWorker, prevBest: ProxyWorker | undefined) => boolean;
 
-export function isUsable(w: LbMember): boolean {
-  return (w.s.status & WS_NOT_USABLE) === 0 && (w.s.status & WS_INITIALIZED) !== 0;
-}
-
-/** is_best: whether `current` beats `prevBest` (null: none yet); may update its own state. */
-export type IsBest<W extends LbMember> = (current: W, prevBest: W | null) => boolean;
-
-/** proxy_balancer_get_best_worker. `retry` is mod_proxy's ap_proxy_retry_worker. */
-export function getBestWorker<W extends LbMember>(workers: readonly W[], isBest: IsBest<W>, retry: (w: W) => void): W | null {
-  let best: W | null = null;
+/** proxy_balancer_get_best_worker over `workers`; `retry` is mod_proxy's ap_proxy_retry_worker. */
+export function getBestWorker(workers: readonly ProxyWorker[], isBest: IsBest, retry: (w: ProxyWorker) => void): ProxyWorker | undefined {
+  let best: ProxyWorker | undefined;
   let maxLbset = 0;
-  const spares: W[] = [];
-  const standbys: W[] = [];
-  for (let cur = 0; best === null && cur <= maxLbset; cur++) {
+  const spares: ProxyWorker[] = [];
+  const standbys: ProxyWorker[] = [];
+  for (let cur = 0; best === undefined && cur <= maxLbset; cur++) {
     let unusable = 0;
     spares.length = 0;
     standbys.length = 0;
@@ -52,16 +33,16 @@ export function getBestWorker<W extends LbMember>(workers: readonly W[], isBest:
       if (w.s.lbset > maxLbset) maxLbset = w.s.lbset;
       if (w.s.lbset !== cur) continue;
       // A draining member that is neither spare nor standby counts as one to replace.
-      if ((w.s.status & WS_DRAIN) !== 0) {
-        if ((w.s.status & (WS_HOT_SPARE | WS_HOT_STANDBY)) === 0) unusable++;
+      if (workerIsDrain(w)) {
+        if (!workerIsSpare(w) && !workerIsStandby(w)) unusable++;
         continue;
       }
-      if (!isUsable(w)) retry(w);
-      if ((w.s.status & WS_HOT_SPARE) !== 0) {
-        if (isUsable(w)) spares.push(w);
-      } else if ((w.s.status & WS_HOT_STANDBY) !== 0) {
-        if (isUsable(w)) standbys.push(w);
-      } else if (isUsable(w)) {
+      if (!workerIsUsable(w)) retry(w);
+      if (workerIsSpare(w)) {
+        if (workerIsUsable(w)) spares.push(w);
+      } else if (workerIsStandby(w)) {
+        if (workerIsUsable(w)) standbys.push(w);
+      } else if (workerIsUsable(w)) {
         if (isBest(w, best)) best = w;
       } else {
         unusable++;
@@ -70,9 +51,34 @@ export function getBestWorker<W extends LbMember>(workers: readonly W[], isBest:
     for (let i = 0; i < spares.length && i < unusable; i++) {
       if (isBest(spares[i]!, best)) best = spares[i]!;
     }
-    if (best === null) {
+    if (best === undefined) {
       for (const w of standbys) if (isBest(w, best)) best = w;
     }
   }
   return best;
+}
+
+/** ap_proxy_balancer_get_best_worker for a request: the walk with mod_proxy's retry and
+ *  httpd's debug lines (AH10122, AH10123). */
+export function bestWorkerFor(balancer: ProxyBalancer, r: Request, isBest: IsBest): ProxyWorker | undefined {
+  const method = balancer.lbmethod?.name ?? balancer.s.lbpname;
+  r.log('proxy', APLOG_DEBUG, `AH10122: proxy: Entering ${method} for BALANCER (${balancer.s.name})`);
+  const api = r.rt.ctx.provider('proxy_api', 'mod_proxy');
+  const best = getBestWorker(balancer.workers, isBest, (w) => { api?.retryWorker('BALANCER', w, r.server); });
+  if (best !== undefined) {
+    r.log('proxy', APLOG_DEBUG, `AH10123: proxy: ${method} selected worker "${best.s.name}" : busy ${best.s.busy} : lbstatus ${best.s.lbstatus}`);
+  }
+  return best;
+}
+
+/** The lbmethods' reset and age when they have nothing to do. */
+export const NOTHING = (): void => {};
+
+export type { ProxyLbMethod };
+
+/** The lbmethods' post_config: mod_proxy must be there (AH10150-AH10152 at emerg). */
+export function requireProxy(ctx: import('../../../server/config/context.js').ConfigContext, module: string, code: string): string | undefined {
+  if (ctx.provider('proxy_api', 'mod_proxy') !== undefined) return undefined;
+  ctx.mainServer.errorLog.write({ module, level: APLOG_EMERG, message: `${code}: mod_proxy must be loaded for mod_${module}` });
+  return 'AH00016: Configuration Failed';
 }

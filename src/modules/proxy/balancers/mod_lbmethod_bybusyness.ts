@@ -2,21 +2,44 @@
 // modules/proxy/balancers/mod_lbmethod_bybusyness.c); among equally busy members the
 // byrequests credit (lbstatus) decides, so idle members still share the load by lbfactor.
 
-import { getBestWorker, type LbMember } from './best-worker.js';
+import { defineModule, MODULE_API_VERSION } from '../../../server/module.js';
+import type { ProxyLbMethod, ProxyWorker } from '../../../proxy/api.js';
+import { bestWorkerFor, getBestWorker, lbfactor, NOTHING, requireProxy, type IsBest } from './best-worker.js';
 
-/** find_best_bybusyness. */
-export function findBestBybusyness<W extends LbMember>(workers: readonly W[], retry: (w: W) => void): W | null {
-  let total = 0;
-  const w = getBestWorker(workers, (cur, prev) => {
-    cur.s.lbstatus += cur.s.lbfactor;
-    total += cur.s.lbfactor;
-    return prev === null || cur.s.busy < prev.s.busy || (cur.s.busy === prev.s.busy && cur.s.lbstatus > prev.s.lbstatus);
-  }, retry);
-  if (w !== null) w.s.lbstatus -= total;
+function leastBusy(total: { n: number }): IsBest {
+  return (cur, prev) => {
+    cur.s.lbstatus += lbfactor(cur);
+    total.n += lbfactor(cur);
+    return prev === undefined || cur.s.busy < prev.s.busy || (cur.s.busy === prev.s.busy && cur.s.lbstatus > prev.s.lbstatus);
+  };
+}
+
+/** find_best_bybusyness over members, without a request. */
+export function findBestBybusyness(workers: readonly ProxyWorker[], retry: (w: ProxyWorker) => void): ProxyWorker | undefined {
+  const total = { n: 0 };
+  const w = getBestWorker(workers, leastBusy(total), retry);
+  if (w !== undefined) w.s.lbstatus -= total.n;
   return w;
 }
 
-/** reset: credit and busy counts back to zero. */
-export function resetBybusyness(workers: readonly LbMember[]): void {
-  for (const w of workers) { w.s.lbstatus = 0; w.s.busy = 0; }
-}
+export const bybusyness: ProxyLbMethod = {
+  name: 'bybusyness',
+  finder(balancer, r) {
+    const total = { n: 0 };
+    const w = bestWorkerFor(balancer, r, leastBusy(total));
+    if (w !== undefined) w.s.lbstatus -= total.n;
+    return w;
+  },
+  reset(balancer) {
+    for (const w of balancer.workers) { w.s.lbstatus = 0; w.s.busy = 0; }
+  },
+  age: NOTHING,
+};
+
+export default defineModule<undefined, undefined>({
+  name: 'lbmethod_bybusyness_module',
+  source: 'mod_lbmethod_bybusyness.c',
+  apiVersion: MODULE_API_VERSION,
+  providers: [{ group: 'proxy_lbmethod', name: 'bybusyness', version: '0', provider: bybusyness }],
+  configHooks: { postConfig: (ctx) => requireProxy(ctx, 'lbmethod_bybusyness', 'AH10151') },
+});

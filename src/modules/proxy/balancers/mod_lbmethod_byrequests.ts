@@ -4,21 +4,44 @@
 // credit handed out, so the sum of lbstatus stays constant and members are picked in
 // proportion to their factors (1,1,1,2 over a,b,c,d: d twice as often as each of the others).
 
-import { getBestWorker, type LbMember } from './best-worker.js';
+import { defineModule, MODULE_API_VERSION } from '../../../server/module.js';
+import type { ProxyLbMethod, ProxyWorker } from '../../../proxy/api.js';
+import { bestWorkerFor, getBestWorker, lbfactor, NOTHING, requireProxy, type IsBest } from './best-worker.js';
 
-/** find_best_byrequests. */
-export function findBestByrequests<W extends LbMember>(workers: readonly W[], retry: (w: W) => void): W | null {
-  let total = 0;
-  const w = getBestWorker(workers, (cur, prev) => {
-    cur.s.lbstatus += cur.s.lbfactor;
-    total += cur.s.lbfactor;
-    return prev === null || cur.s.lbstatus > prev.s.lbstatus;
-  }, retry);
-  if (w !== null) w.s.lbstatus -= total;
+function credit(total: { n: number }): IsBest {
+  return (cur, prev) => {
+    cur.s.lbstatus += lbfactor(cur);
+    total.n += lbfactor(cur);
+    return prev === undefined || cur.s.lbstatus > prev.s.lbstatus;
+  };
+}
+
+/** find_best_byrequests over members, without a request (tests, health checks). */
+export function findBestByrequests(workers: readonly ProxyWorker[], retry: (w: ProxyWorker) => void): ProxyWorker | undefined {
+  const total = { n: 0 };
+  const w = getBestWorker(workers, credit(total), retry);
+  if (w !== undefined) w.s.lbstatus -= total.n;
   return w;
 }
 
-/** reset: every member's credit back to zero. */
-export function resetByrequests(workers: readonly LbMember[]): void {
-  for (const w of workers) w.s.lbstatus = 0;
-}
+export const byrequests: ProxyLbMethod = {
+  name: 'byrequests',
+  finder(balancer, r) {
+    const total = { n: 0 };
+    const w = bestWorkerFor(balancer, r, credit(total));
+    if (w !== undefined) w.s.lbstatus -= total.n;
+    return w;
+  },
+  reset(balancer) {
+    for (const w of balancer.workers) w.s.lbstatus = 0;
+  },
+  age: NOTHING,
+};
+
+export default defineModule<undefined, undefined>({
+  name: 'lbmethod_byrequests_module',
+  source: 'mod_lbmethod_byrequests.c',
+  apiVersion: MODULE_API_VERSION,
+  providers: [{ group: 'proxy_lbmethod', name: 'byrequests', version: '0', provider: byrequests }],
+  configHooks: { postConfig: (ctx) => requireProxy(ctx, 'lbmethod_byrequests', 'AH10152') },
+});
