@@ -13,6 +13,7 @@
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
+import { parseResponse as parseOcspResponse, responseStatusText, STATUS_TEXT } from '../../src/lib/ocsp.js';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -93,6 +94,8 @@ export interface TlsRequestSpec {
   maxVersion?: 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3';
   /** OpenSSL cipher list the client offers (TLS 1.2 and below). */
   ciphers?: string;
+  /** Ask for the certificate status (status_request): the step records what was stapled. */
+  requestOCSP?: boolean;
 }
 
 /** The certificates and keys TLS cases use (copied into @ROOT@/tls/ with "tlsFiles"). */
@@ -186,6 +189,8 @@ export interface RecordedStep {
   errorLog: string[];
   accessLog: string[];
   otherLogs?: Record<string, string[]>;
+  /** With tls.requestOCSP: the stapled OCSP response ("none", "trylater", "successful good"...). */
+  stapled?: string;
 }
 
 export interface StartupFailure {
@@ -483,6 +488,21 @@ function tryConnect(port: number): Promise<boolean> {
   });
 }
 
+/** A stapled OCSP response in a word or two: its status, and when successful the status of
+ *  the certificate it speaks of. */
+function summariseOcsp(der: Buffer | null): string {
+  // Node's client reports a handshake without a stapled response as null.
+  if (der === null || der.length === 0) return 'none';
+  try {
+    const r = parseOcspResponse(der);
+    const text = responseStatusText(r.status);
+    const single = r.basic?.responses[0];
+    return single === undefined ? text : `${text} ${STATUS_TEXT[single.status] ?? 'unknown'}`;
+  } catch {
+    return 'unparsable';
+  }
+}
+
 /** `openssl ocsp` answering for the test CA on `port`, once it listens. */
 async function startOcspResponder(root: string, port: number): Promise<RunningServer> {
   const tlsDir = path.join(root, 'tls');
@@ -530,6 +550,8 @@ class Conn {
   buf: Buffer = Buffer.alloc(0);
   closed = false;
   localPort = 0;
+  /** What the server stapled (tls.requestOCSP), summarised; undefined when not asked. */
+  stapled: string | undefined = undefined;
   private waiters: (() => void)[] = [];
 
   private constructor(readonly sock: net.Socket) {
@@ -564,7 +586,10 @@ class Conn {
       opts.cert = fs.readFileSync(path.join(TLS_FIXTURES, `${tlsSpec.cert}.crt`));
       opts.key = fs.readFileSync(path.join(TLS_FIXTURES, `${tlsSpec.cert}.key`));
     }
+    if (tlsSpec.requestOCSP === true) (opts as tls.ConnectionOptions & { requestOCSP?: boolean }).requestOCSP = true;
     const t = tls.connect(opts);
+    let stapled: string | undefined = tlsSpec.requestOCSP === true ? 'none' : undefined;
+    t.on('OCSPResponse', (der: Buffer | null) => { stapled = summariseOcsp(der); });
     // A failed handshake is part of the answer: the connection then reads as closed.
     t.on('error', () => { /* reported through 'close' */ });
     await new Promise<void>((resolve) => {
@@ -574,6 +599,7 @@ class Conn {
     });
     const tc = new Conn(t);
     tc.localPort = c.localPort;
+    tc.stapled = stapled;
     return tc;
   }
 
@@ -1051,6 +1077,7 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
     let slowLogs = false;
     let conn: Conn | null = null;
     const keepAlive = spec.keepAlive === true;
+    let stapledNow: string | undefined;
     for (const [i, r] of spec.requests.entries()) {
       const rport = targetPort(r, ph);
       const parts = buildRequest(r, ph, keepAlive, rport);
@@ -1068,7 +1095,8 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
           throw new Error(`request ${i + 1}: cannot connect to port ${rport} (${why})`);
         }
         ctx.clientPorts.push(conn.localPort);
-      }
+        stapledNow = conn.stapled;
+      } else stapledNow = undefined;
       const isHead = requestMethod(parts) === 'HEAD';
       // Apache answers within milliseconds; when replaying, give up sooner (and
       // sooner still once something in this case timed out) so a server that
@@ -1124,6 +1152,7 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
         errorLog: (collected[0] ?? []).map((l) => normErrorLine(l, ctx)),
         accessLog: (collected[1] ?? []).map(normAccess),
       };
+      if (stapledNow !== undefined) step.stapled = stapledNow;
       if (spec.extraLogs !== undefined && spec.extraLogs.length > 0) {
         const other: Record<string, string[]> = {};
         spec.extraLogs.forEach((l, j) => {
@@ -1175,6 +1204,7 @@ export function toExpectedFile(c: LoadedCase, result: CaseResult, recordedWith: 
     out.requests = result.requests.map((s) => {
       const step: RecordedStep = { request: s.request, responses: s.responses, errorLog: s.errorLog, accessLog: s.accessLog };
       if (s.otherLogs !== undefined) step.otherLogs = s.otherLogs;
+      if (s.stapled !== undefined) step.stapled = s.stapled;
       return step;
     });
   }
@@ -1291,6 +1321,7 @@ export function compareResults(exp: CaseResult, act: CaseResult, compareLogs: bo
         d.push(textDiff(`${rp}: body${er.bodyBase64 === true ? ' (base64)' : ''}`, er.body, ar.body));
       }
     }
+    if (e.stapled !== a.stapled) d.push(`${pfx}: stapled OCSP response: expected ${String(e.stapled)}, got ${String(a.stapled)}`);
     if (compareLogs) {
       d.push(...linesDiff(`${pfx}: error log`, e.errorLog, a.errorLog));
       d.push(...linesDiff(`${pfx}: access log`, e.accessLog, a.accessLog));

@@ -3,7 +3,7 @@
 //  - SSLUseStapling staples the responder's answer ("good"), and keeps serving it from
 //    SSLStaplingCache once the responder is gone;
 //  - a responder that cannot be reached: SSLStaplingFakeTryLater (on by default) staples a
-//    tryLater answer; with SSLStaplingReturnResponderErrors off nothing is stapled;
+//    tryLater answer; with SSLStaplingFakeTryLater off nothing is stapled (httpd 2.4.71);
 //  - a client that does not ask gets no status.
 
 import { test } from 'node:test';
@@ -47,7 +47,7 @@ test('OCSP stapling: good answers stapled and cached, tryLater or nothing when t
     `SSLStaplingCache shmcb:${site.dir}/logs/stapling(65536)`,
     ...vhost(a, 'server', [`SSLStaplingForceURL http://127.0.0.1:${ocspPort}/`]),
     ...vhost(b, 'server-ec', [`SSLStaplingForceURL http://127.0.0.1:${deadPort}/`, 'SSLStaplingResponderTimeout 2']),
-    ...vhost(c, 'expired', [`SSLStaplingForceURL http://127.0.0.1:${deadPort}/`, 'SSLStaplingReturnResponderErrors off']),
+    ...vhost(c, 'expired', [`SSLStaplingForceURL http://127.0.0.1:${deadPort}/`, 'SSLStaplingFakeTryLater off']),
   ]);
   let plume: Awaited<ReturnType<typeof startPlume>> | null = null;
   try {
@@ -62,7 +62,7 @@ test('OCSP stapling: good answers stapled and cached, tryLater or nothing when t
     responder.kill('SIGTERM');
     await new Promise<void>((r) => { if (responder.exitCode !== null || responder.signalCode !== null) r(); else responder.once('exit', () => r()); });
     assert.match(sClient(a), /Cert Status: good/);
-    // Nobody answers: tryLater (SSLStaplingFakeTryLater on), or no status at all.
+    // Nobody answers: tryLater (SSLStaplingFakeTryLater on), or no status at all (off).
     assert.match(sClient(b), /OCSP Response Status: trylater \(0x3\)/);
     assert.match(sClient(c), /OCSP response: no response sent/);
     const log = fs.readFileSync(site.errorLog, 'utf8');

@@ -76,6 +76,17 @@ type HubbedSocket = tls.TLSSocket & { server: tls.Server };
 /** tls.Server keeps the context of handshakes without SNI here (Node reads it for OCSP). */
 type HubServer = tls.Server & { _sharedCreds: tls.SecureContext };
 
+type OcspCallback = (err: Error | null, resp?: Buffer) => void;
+
+/** Answers Node's OCSPRequest with what the stapler says. */
+function staple(stapler: Stapler, cert: Buffer | undefined, slog: ConnLog, clog: ConnLog, cb: OcspCallback): void {
+  stapler.respond(cert, slog, clog).then((r) => {
+    if (r instanceof Error) cb(r);
+    else if (r === null) cb(null);
+    else cb(null, r);
+  }, (e: unknown) => cb(e instanceof Error ? e : new Error(String(e))));
+}
+
 function normIp(ip: string): string {
   return ip.startsWith('::ffff:') ? ip.slice(7) : ip;
 }
@@ -153,6 +164,7 @@ export class TlsLayer implements ConnectionLayer {
   /** One tls.Server per SSL host (they never listen): they carry the session cache events and
    *  the host's OCSP stapling requests. */
   private readonly hubs = new Map<TlsServer, HubServer>();
+  private readonly staplers = new Map<TlsServer, Stapler>();
   private readonly ports = new Set<number>();
   /** PSK identities of TLS 1.3 ClientHellos being handshaken, by their legacy session id. */
   private readonly pskByLegacyId = new Map<string, Buffer>();
@@ -177,18 +189,32 @@ export class TlsLayer implements ConnectionLayer {
       hub.on('resumeSession', resumeSession);
       const stapler = setup.stapler(t);
       if (stapler !== undefined) {
+        // Node emits the event without the socket; handshakes get a per-connection view of
+        // the hub (hubFor) whose emit passes the socket on, so that the responder client's
+        // lines name the client as httpd's do. This listener only makes Node ask.
         const log = serverLog(t.s);
-        hub.on('OCSPRequest', (cert: Buffer | undefined, _issuer: Buffer | undefined, cb: (err: Error | null, resp?: Buffer) => void) => {
-          // Node passes no socket: the responder client's lines go without a client.
-          stapler.respond(cert, log, log).then((r) => {
-            if (r instanceof Error) cb(r);
-            else if (r === null) cb(null);
-            else cb(null, r);
-          }, (e: unknown) => cb(e instanceof Error ? e : new Error(String(e))));
-        });
+        hub.on('OCSPRequest', (cert: Buffer | undefined, _issuer: Buffer | undefined, cb: OcspCallback) => staple(stapler, cert, log, log, cb));
+        this.staplers.set(t, stapler);
       }
       this.hubs.set(t, hub);
     }
+  }
+
+  /** The server object a handshake with host `t` reports to: its hub, or for a stapling host a
+   *  view of it that knows the connection. */
+  private hubFor(t: TlsServer, sock: net.Socket): HubServer | undefined {
+    const hub = this.hubs.get(t);
+    const stapler = this.staplers.get(t);
+    if (hub === undefined || stapler === undefined) return hub;
+    const view = Object.create(hub) as HubServer;
+    const slog = serverLog(t.s);
+    const clog = connLog(t.s, sock);
+    view.emit = (event: string | symbol, ...args: unknown[]): boolean => {
+      if (event !== 'OCSPRequest') return hub.emit(event, ...args);
+      staple(stapler, args[0] as Buffer | undefined, slog, clog, args[2] as OcspCallback);
+      return true;
+    };
+    return view;
   }
 
   wantsSocket(port: number): boolean {
@@ -298,7 +324,7 @@ export class TlsLayer implements ConnectionLayer {
     const candidates = this.setup.candidates(local, sock.localPort ?? 0);
     const tsock = new tls.TLSSocket(sock, {
       isServer: true,
-      server: this.hubs.get(first),
+      server: this.hubFor(first, sock),
       secureContext: first.context,
       requestCert: first.requestCert,
       rejectUnauthorized: first.rejectUnauthorized,
@@ -311,7 +337,7 @@ export class TlsLayer implements ConnectionLayer {
           const t = this.setup.servers.get(v);
           if (t !== undefined) {
             chosen = t;
-            const hub = this.hubs.get(t);
+            const hub = this.hubFor(t, sock);
             if (hub !== undefined) (tsock as HubbedSocket).server = hub;
             if (t !== first) {
               // The chosen host's verification applies from here on (SSL_set_verify in httpd).

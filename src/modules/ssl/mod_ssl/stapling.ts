@@ -205,8 +205,15 @@ export class Stapler {
     let ok = false;
     if (rsp === null) {
       log(APLOG_ERR, 'AH01941: stapling_renew_response: responder error');
-      if (!this.o.fakeTryLater) return { der: null, ok: false, fatal: true };
+      // httpd 2.4.71 then staples nothing and the handshake goes on (measured; conformance
+      // ssl/stapling-fake-trylater-off); nothing is cached, the next client asks again.
+      if (!this.o.fakeTryLater) return { der: null, ok: false, fatal: false };
+      // httpd 2.4.71 keeps its fake tryLater as a good answer: stapled whatever
+      // SSLStaplingReturnResponderErrors says, cached for SSLStaplingStandardCacheTimeout, and
+      // renewed at once by a client that may not see errors (measured; conformance
+      // ssl/stapling-responder-down, ssl/stapling-return-errors-off).
       der = encodeTryLater();
+      ok = true;
     } else {
       der = rsp.der;
       if (rsp.status === RESPONSE_SUCCESSFUL) {
