@@ -231,6 +231,9 @@ export interface CoreServerConfig {
   errorLogFormat: string | undefined;
   /** Absolute path of DocumentRoot as given, for the AH00112 warning. */
   gprofDir: string | undefined;
+  /** LimitInternalRecursion: internal redirects and subrequest nesting (default 10 each). */
+  redirectLimit: number | undefined;
+  subreqLimit: number | undefined;
 }
 
 export function createCoreServerConfig(): CoreServerConfig {
@@ -249,6 +252,8 @@ export function createCoreServerConfig(): CoreServerConfig {
     protocols: undefined,
     errorLogFormat: undefined,
     gprofDir: undefined,
+    redirectLimit: undefined,
+    subreqLimit: undefined,
   };
 }
 
@@ -261,6 +266,8 @@ export function mergeCoreServerConfig(base: Readonly<CoreServerConfig>, add: Rea
     secDir: base.secDir.concat(add.secDir),
     secUrl: base.secUrl.concat(add.secUrl),
     traceEnable: pick(add.traceEnable, base.traceEnable),
+    redirectLimit: pick(add.redirectLimit, base.redirectLimit),
+    subreqLimit: pick(add.subreqLimit, base.subreqLimit),
     strictProtocol: pick(add.strictProtocol, base.strictProtocol),
     allowHttp09: pick(add.allowHttp09, base.allowHttp09),
     registeredMethodsOnly: pick(add.registeredMethodsOnly, base.registeredMethodsOnly),

@@ -343,6 +343,27 @@ function allowEncodedSlashes(cmd: Cmd, arg: string): string | undefined {
   return undefined;
 }
 
+/** LimitInternalRecursion redirects [subrequests]: one number sets both (httpd's atoi). */
+function limitInternalRecursion(cmd: Cmd, redirects: string, subreqs: string | undefined): string | undefined {
+  let limit = atoiPrefix(redirects);
+  if (limit <= 0) return 'The recursion limit must be greater than zero.';
+  if (limit < 4) cmd.log('core', 4, 'AH00119: Limiting internal redirects to very low numbers may cause normal requests to fail.');
+  cmd.srv.redirectLimit = limit;
+  if (subreqs !== undefined) {
+    limit = atoiPrefix(subreqs);
+    if (limit <= 0) return 'The recursion limit must be greater than zero.';
+    if (limit < 4) cmd.log('core', 4, 'AH00120: Limiting the subrequest depth to a very low level may cause normal requests to fail.');
+  }
+  cmd.srv.subreqLimit = limit;
+  return undefined;
+}
+
+/** C's atoi: leading blanks, a sign, the digits that follow; 0 without any. */
+function atoiPrefix(s: string): number {
+  const m = /^[ \t\n\v\f\r]*([+-]?\d+)/.exec(s);
+  return m ? Math.max(-2147483648, Math.min(2147483647, parseInt(m[1]!, 10))) : 0;
+}
+
 function traceEnable(cmd: Cmd, arg: string): string | undefined {
   const a = arg.toLowerCase();
   if (a === 'on' || a === 'off' || a === 'extended') cmd.srv.traceEnable = a;
@@ -720,6 +741,7 @@ const coreDirectives: DirectiveSpec<CoreServerConfig, CoreDirConfig>[] = [
   directive({ name: 'SetOutputFilter', args: 'TAKE1', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'filter (or ; delimited list of filters) to be run on the request content', handler: setFilters('outputFilters') }),
   directive({ name: 'SetInputFilter', args: 'TAKE1', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'filter (or ; delimited list of filters) to be run on the request body', handler: setFilters('inputFilters') }),
   directive({ name: 'AllowEncodedSlashes', args: 'TAKE1', where: SRV, help: 'Allow URLs containing \'/\' encoded as \'%2F\'', handler: allowEncodedSlashes }),
+  directive({ name: 'LimitInternalRecursion', args: 'TAKE12', where: RSRC_CONF, help: 'maximum recursion depth of internal redirects and subrequests', handler: limitInternalRecursion }),
   directive({ name: 'TraceEnable', args: 'TAKE1', where: SRV, help: "'on' (default), 'off' or 'extended' to trace request body content", handler: traceEnable }),
   directive({ name: 'LimitRequestBody', args: 'TAKE1', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Limit (in bytes) on maximum size of request message body', handler: limitRequestBody }),
   directive({ name: 'LimitXMLRequestBody', args: 'TAKE1', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Limit (in bytes) on maximum size of an XML-based request body', handler: limitXmlRequestBody }),

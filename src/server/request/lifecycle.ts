@@ -7,8 +7,8 @@ import { Request, type Merged } from './request.js';
 import { DECLINED, DONE, OK, type MaybePromise } from '../module.js';
 import { runAll, runFirst, runVoid } from '../hooks.js';
 import { ifWalk, locationWalk, serverBase } from './walk.js';
-import { coreDir, errorDocumentFor } from '../core/config.js';
-import { APLOG_CRIT, APLOG_ERR, APLOG_TRACE3 } from '../log/levels.js';
+import { coreDir, coreServer, errorDocumentFor } from '../core/config.js';
+import { APLOG_CRIT, APLOG_DEBUG, APLOG_ERR, APLOG_TRACE3 } from '../log/levels.js';
 import { sendErrorResponse, finalizeResponse, isValidStatus } from '../http/response.js';
 import { dropsConnection } from '../http/keepalive.js';
 import { DEFAULT_LOG_LEVEL } from '../log/levels.js';
@@ -341,11 +341,62 @@ export function redirectRequest(rt: Runtime, r: Request, uri: string): Request {
   return n;
 }
 
+/** Default LimitInternalRecursion (AP_DEFAULT_MAX_INTERNAL_REDIRECTS, _MAX_SUBREQ_DEPTH). */
+const DEFAULT_RECURSION_LIMIT = 10;
+
+/**
+ * ap_is_recursion_limit_exceeded: checked before a new internal redirect or subrequest of r.
+ * Walks from r to the original request counting internal redirects (prev links) and
+ * subrequest levels (main links) against LimitInternalRecursion; over either limit it logs
+ * AH00124/AH00125 (and at debug the chain, AH00121-AH00123) and answers true.
+ */
+export function recursionLimitExceeded(r: Request): boolean {
+  const conf = coreServer(r.server);
+  const rlimit = conf.redirectLimit ?? DEFAULT_RECURSION_LIMIT;
+  const slimit = conf.subreqLimit ?? DEFAULT_RECURSION_LIMIT;
+  let redirects = 0;
+  let subreqs = 0;
+  let top: Request = r;
+  while (top.prev !== null || top.main !== null) {
+    if (top.prev !== null) {
+      if (++redirects >= rlimit) {
+        r.log('core', APLOG_ERR, `AH00124: Request exceeded the limit of ${rlimit} internal redirects due to probable configuration error. Use 'LimitInternalRecursion' to increase the limit if necessary. Use 'LogLevel debug' to get a backtrace.`);
+        logBacktrace(r);
+        return true;
+      }
+      top = top.prev;
+    }
+    if (top.prev === null && top.main !== null) {
+      if (++subreqs >= slimit) {
+        r.log('core', APLOG_ERR, `AH00125: Request exceeded the limit of ${slimit} subrequest nesting levels due to probable configuration error. Use 'LimitInternalRecursion' to increase the limit if necessary. Use 'LogLevel debug' to get a backtrace.`);
+        logBacktrace(r);
+        return true;
+      }
+      top = top.main;
+    }
+  }
+  return false;
+}
+
+/** The chain of requests that led to r, at debug level. */
+function logBacktrace(r: Request): void {
+  if (!r.wantsLog('core', APLOG_DEBUG)) return;
+  r.log('core', APLOG_DEBUG, `AH00121: r->uri = ${r.uri}`);
+  let top: Request | null = r;
+  while (top !== null && (top.prev !== null || top.main !== null)) {
+    if (top.prev !== null) {
+      top = top.prev;
+      r.log('core', APLOG_DEBUG, `AH00122: redirected from r->uri = ${top.uri}`);
+    }
+    if (top.prev === null && top.main !== null) {
+      top = top.main;
+      r.log('core', APLOG_DEBUG, `AH00123: subrequested from r->uri = ${top.uri}`);
+    }
+  }
+}
+
 async function internalRedirectTo(rt: Runtime, r: Request, uri: string): Promise<void> {
-  let depth = 0;
-  for (let p: Request | null = r; p; p = p.prev) depth++;
-  if (depth > 10) {
-    r.log('core', APLOG_ERR, `AH00124: Request exceeded the limit of 10 internal redirects due to probable configuration error. Use 'LimitInternalRecursion' to increase the limit if necessary. Use 'LogLevel debug' to get a backtrace.`);
+  if (recursionLimitExceeded(r)) {
     await die(rt, r, 500, r.status);
     return;
   }
@@ -385,6 +436,8 @@ export async function subRequestLookupUri(rt: Runtime, r: Request, uri: string, 
   n.subprocessEnv = new Map(r.subprocessEnv);
   n.user = r.user;
   n.apAuthType = r.apAuthType;
+  // Too deep: the subrequest is a 500 without running (httpd cannot return none).
+  if (recursionLimitExceeded(r)) { n.status = 500; return n; }
   let st: number;
   try {
     st = await processRequestInternal(rt, n);
@@ -427,6 +480,7 @@ export async function subRequestLookupFile(rt: Runtime, r: Request, filename: st
     if (rest !== '' && (slash < 0 || slash === rest.length - 1)) n.uri = r.uri.slice(0, r.uri.lastIndexOf('/') + 1) + rest;
   }
   n.perDirConfig = r.perDirConfig;
+  if (recursionLimitExceeded(r)) { n.status = 500; return n; }
   let st: number;
   try {
     st = await processRequestInternal(rt, n, true);
