@@ -59,6 +59,7 @@ import bucketeer from './debugging/mod_bucketeer.js';
 import expires from './metadata/mod_expires.js';
 import uniqueId from './metadata/mod_unique_id.js';
 import usertrack from './metadata/mod_usertrack.js';
+import speling from './mappers/mod_speling.js';
 import socacheShmcb from './cache/mod_socache_shmcb.js';
 import socacheDbm from './cache/mod_socache_dbm.js';
 import socacheMemcache from './cache/mod_socache_memcache.js';
@@ -79,7 +80,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(lbmethodByrequests), h(lbmethodBytraffic), h(lbmethodBybusyness), h(lbmethodHeartbeat), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(status), h(info), h(autoindex), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(userdir), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(usertrack), h(uniqueId), h(remoteip),
+  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(lbmethodByrequests), h(lbmethodBytraffic), h(lbmethodBybusyness), h(lbmethodHeartbeat), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(status), h(info), h(autoindex), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(speling), h(userdir), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(usertrack), h(uniqueId), h(remoteip),
   h(caseFilter), h(caseFilterIn),
 ];
 
