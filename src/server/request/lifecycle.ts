@@ -320,6 +320,13 @@ export function redirectRequest(rt: Runtime, r: Request, uri: string): Request {
   const n = cloneForRedirect(rt, r, uri);
   n.prev = r;
   r.next = n;
+  if (r.main !== null) {
+    // A subrequest's redirect stays a subrequest of the same request: its output goes on into
+    // the parent's chain where r's went, without r's own filters (they stay with r).
+    n.main = r.main;
+    n.subreqNext = r.subreqNext;
+    n.body = null;
+  }
   n.status = r.status;
   if (r.status >= 300 && r.status < 400) {
     const loc = r.headersOut.get('Location');
