@@ -332,6 +332,8 @@ export interface ScoreConn {
   readonly idleKeepAlive: boolean;
   /** In the lingering close. */
   readonly lingering: boolean;
+  /** The protocol it speaks when not HTTP/1.1 (an HTTP/2 stream's "h2", "h2c"). */
+  readonly protocol?: string;
   /** The scoreboard's record of it, kept on the connection rather than in a Map keyed by it
    *  (src/lib/roster.ts says why): null until a scoreboard has seen it. */
   score: ScoreEntry | null;
@@ -539,7 +541,7 @@ export class WorkerScoreboard {
       s.request = this.requestTail && r.theRequest.length >= REQUEST_LEN ? r.theRequest.slice(r.theRequest.length - (REQUEST_LEN - 1)) : r.theRequest;
       s.vhostName = r.server.serverHostname ?? r.rt.mainServer.serverHostname ?? '';
       s.vhostPort = r.connection.localPort;
-      s.protocol = 'http/1.1';
+      s.protocol = c.protocol ?? 'http/1.1';
     }
     this.touch(s);
   }

@@ -29,6 +29,8 @@ export class Runtime {
   readonly vhosts: VirtualHosts;
   /** What runs below HTTP on accepted connections (mod_ssl's TLS), in load order. */
   readonly connectionLayers: readonly ConnectionLayer[];
+  /** A module offers protocols other than HTTP/1.1 (protocols.ts: ALPN, Upgrade, prefaces). */
+  readonly protocolSwitching: boolean;
   /** Generation counter: caches keyed on configuration compare it. */
   readonly generation: number;
   private static generations = 0;
@@ -47,6 +49,7 @@ export class Runtime {
     }
     this.vhosts = new VirtualHosts(ctx);
     this.connectionLayers = ctx.providerNames('connection_layer').map((n) => ctx.provider('connection_layer', n)!.open(ctx)).filter((l): l is ConnectionLayer => l !== null);
+    this.protocolSwitching = ctx.providerNames('protocol_switch').length > 0;
     this.generation = ++Runtime.generations;
   }
 

@@ -227,6 +227,8 @@ export interface CoreServerConfig {
   mergeSlashes: boolean | undefined;
   /** Define'd protocols (Protocols directive). */
   protocols: readonly string[] | undefined;
+  /** ProtocolsHonorOrder (default on): the server's order of Protocols wins over the client's. */
+  protocolsHonorOrder: boolean | undefined;
   /** ErrorLogFormat items (compiled by the log module), undefined = default format. */
   errorLogFormat: string | undefined;
   /** Absolute path of DocumentRoot as given, for the AH00112 warning. */
@@ -250,6 +252,7 @@ export function createCoreServerConfig(): CoreServerConfig {
     strictHostCheck: undefined,
     mergeSlashes: undefined,
     protocols: undefined,
+    protocolsHonorOrder: undefined,
     errorLogFormat: undefined,
     gprofDir: undefined,
     redirectLimit: undefined,
@@ -275,6 +278,7 @@ export function mergeCoreServerConfig(base: Readonly<CoreServerConfig>, add: Rea
     strictHostCheck: pick(add.strictHostCheck, base.strictHostCheck),
     mergeSlashes: pick(add.mergeSlashes, base.mergeSlashes),
     protocols: pick(add.protocols, base.protocols),
+    protocolsHonorOrder: pick(add.protocolsHonorOrder, base.protocolsHonorOrder),
     errorLogFormat: pick(add.errorLogFormat, base.errorLogFormat),
     gprofDir: pick(add.gprofDir, base.gprofDir),
   } satisfies { [K in keyof Required<CoreServerConfig>]: CoreServerConfig[K] };

@@ -26,6 +26,7 @@ import type { ServerRec } from '../server-rec.js';
 import type { Request } from '../request/request.js';
 import { translateName, mapToStorage, coreTypeChecker, coreOverrideType, defaultHandler, handlerName } from './core-hooks.js';
 import { globals } from './globals.js';
+import { upgradeHandler, upgradeStorage } from '../http/protocols.js';
 import { resolveHostSync } from './resolve.js';
 
 type Cmd = CmdParms<CoreServerConfig, CoreDirConfig>;
@@ -758,7 +759,7 @@ const coreDirectives: DirectiveSpec<CoreServerConfig, CoreDirConfig>[] = [
   directive({ name: 'Mutex', args: 'TAKE_ARGV', where: SRV, help: 'mutex (or "default") and mechanism', handler: mutex }),
   directive({ name: 'HttpProtocolOptions', args: 'RAW_ARGS', where: SRV, help: "'Allow0.9' or 'Require1.0' (default); 'RegisteredMethods' or 'LenientMethods' (default); 'Unsafe' or 'Strict' (default). Sets HTTP acceptance rules", handler: httpProtocolOptions }),
   directive({ name: 'Protocols', args: 'RAW_ARGS', where: SRV, help: 'Controls which protocols are allowed', handler: protocols }),
-  directive({ name: 'ProtocolsHonorOrder', args: 'FLAG', where: SRV, help: "'off' (default) or 'on' to respect given order of protocols, by default the client specified order determines selection", handler: (cmd: Cmd) => undefined }),
+  directive({ name: 'ProtocolsHonorOrder', args: 'FLAG', where: SRV, help: "'off' (default) or 'on' to respect given order of protocols, by default the client specified order determines selection", handler: (cmd: Cmd, on: boolean) => { cmd.srv.protocolsHonorOrder = on; return undefined; } }),
   directive({ name: 'Error', args: 'RAW_ARGS', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Generate error message from within configuration', handler: errorDirective }),
   directive({ name: 'Listen', args: 'TAKE_ARGV', where: SRV, help: 'A port number or a numeric IP address and a port number, and an optional protocol', handler: listen }),
   directive({ name: 'ListenBacklog', args: 'TAKE1', where: SRV, help: 'Maximum length of the queue of pending connections, as used by listen(2)', handler: listenBacklog }),
@@ -797,10 +798,10 @@ export const core = defineModule<CoreServerConfig, CoreDirConfig>({
   directives: coreDirectives,
   hooks: {
     translateName: { fn: translateName, order: HOOK_REALLY_LAST },
-    mapToStorage: { fn: mapToStorage, order: HOOK_REALLY_LAST },
+    mapToStorage: [{ fn: upgradeStorage, order: HOOK_REALLY_FIRST }, { fn: mapToStorage, order: HOOK_REALLY_LAST }],
     typeChecker: { fn: coreTypeChecker, order: HOOK_REALLY_LAST },
     fixups: { fn: coreOverrideType, order: HOOK_REALLY_FIRST },
-    handler: { fn: defaultHandler, order: HOOK_REALLY_LAST },
+    handler: [{ fn: upgradeHandler, order: HOOK_REALLY_FIRST }, { fn: defaultHandler, order: HOOK_REALLY_LAST }],
   },
   configHooks: { checkConfig: reorderDirectories },
 });

@@ -29,6 +29,7 @@ import { APLOG_DEBUG, APLOG_INFO, APLOG_WARNING, APLOG_ERR } from '../log/levels
 import { scoreboard, type ScoreEntry } from '../../mpm/scoreboard.js';
 import { readShared } from './accept.js';
 import { resumeOptimisingCompiler } from '../startup-compiler.js';
+import { directProtocols, switchProtocol, PROTOCOL_HTTP1, type ProtocolConn, type SwitchableConn, type TakenTransport } from './protocols.js';
 
 /** ap_rgetline outcomes. */
 const LN_OK = 0;
@@ -159,7 +160,7 @@ function flushTurnOutput(): void {
   list.length = 0;
 }
 
-export class HttpConnection implements ConnRec, Wire {
+export class HttpConnection implements ConnRec, Wire, SwitchableConn {
   readonly id = nextConnId++;
   readonly remoteIp: string;
   readonly remotePort: number;
@@ -221,6 +222,14 @@ export class HttpConnection implements ConnRec, Wire {
   private rtWaitEnd = 0;
   /** When the pending timer fires (0: unknown). */
   private timerAt = 0;
+  /** The protocol the connection was handed to (ALPN, Upgrade, a preface), or null while it
+   *  speaks HTTP/1.1 here; from then on this object only tracks the socket. */
+  private switched: string | null = null;
+  /** What the switched protocol does on a graceful stop (an HTTP/2 GOAWAY). */
+  private onGraceful: (() => void) | null = null;
+  /** A preface that may open the connection in another protocol (H2Direct), looked for in
+   *  the first bytes of the first request; null when none may. */
+  private direct: { readonly protocol: string; readonly preface: Buffer } | null = null;
 
   constructor(private readonly socket: Transport, private readonly rt: Runtime) {
     this.remoteIp = normIp(socket.remoteAddress ?? '');
@@ -255,6 +264,36 @@ export class HttpConnection implements ConnRec, Wire {
     // first bytes arrived, here it is at once (DIFFERENCE: see docs/differences.md).
     if (this.rtHeader !== null) this.rtStart(this.rtHeader, RT_HEADER, this.baseServer, true);
     else this.armTimer(this.baseServer.timeout * 1000, TIMER_READ);
+    if (rt.protocolSwitching) {
+      // ALPN chose another protocol during the TLS handshake: it takes the connection once
+      // the connection record is set up (the layer's init runs right after this).
+      const alpn = (socket as { alpnProtocol?: string | false }).alpnProtocol;
+      if (typeof alpn === 'string' && alpn !== PROTOCOL_HTTP1) queueMicrotask(() => { if (!this.closed) switchProtocol(rt.ctx, this, null, this.baseServer, alpn); });
+      else this.direct = directProtocols(rt.ctx, this.protocolConn, this.baseServer);
+    }
+  }
+
+  // ---- protocol switching (protocols.ts) --------------------------------------------------
+  get runtime(): Runtime { return this.rt; }
+  get protocolConn(): ProtocolConn {
+    const t = this.socket as { getProtocol?: () => string | null; getCipher?: () => { name: string } | undefined };
+    const tls = typeof t.getProtocol === 'function' ? { protocol: t.getProtocol() ?? '', cipher: t.getCipher?.()?.name ?? '' } : null;
+    return { tls, protocol: this.switched ?? PROTOCOL_HTTP1 };
+  }
+  /** HTTP/1.1 stops here: the transport and the input not consumed go to another protocol. */
+  takeOver(): TakenTransport | null {
+    if (this.switched !== null || this.closed || this.socket.destroyed) return null;
+    this.switched = '';
+    this.dropTimer();
+    this.busy = true;
+    const pending = this.buf;
+    this.buf = EMPTY;
+    return { transport: this.socket, pending };
+  }
+  /** The protocol that took the connection, and what it does on a graceful stop. */
+  switchedTo(protocol: string, graceful: () => void): void {
+    this.switched = protocol;
+    this.onGraceful = graceful;
   }
 
   // ---- process model (src/mpm/worker.ts) ----------------------------------------------------
@@ -266,6 +305,7 @@ export class HttpConnection implements ConnRec, Wire {
   /** A graceful stop of this worker: the response being served is the connection's last
    *  (Connection: close); a connection waiting between requests is closed now. */
   closeGracefully(): void {
+    if (this.switched !== null) { this.onGraceful?.(); return; }
     this.keepAlive = false;
     if (this.idleKeepAlive) this.endConnection();
   }
@@ -374,6 +414,7 @@ export class HttpConnection implements ConnRec, Wire {
     if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
   }
   private onTimeout(): void {
+    if (this.switched !== null) return;
     const kind = this.timerKind;
     this.timer = null;
     this.timerKind = TIMER_NONE;
@@ -470,7 +511,7 @@ export class HttpConnection implements ConnRec, Wire {
   }
 
   private received(d: Buffer): void {
-    if (this.ending) return;
+    if (this.ending || this.switched !== null) return;
     if (this.rtStage === RT_HEADER) {
       // Out of time when the data comes: httpd does not read it. Whole lines count before
       // the next wait is set (httpd reads line by line and each read starts afresh); the
@@ -492,6 +533,7 @@ export class HttpConnection implements ConnRec, Wire {
 
   /** The client closed its side: what is buffered is all there will be. */
   private onEnd(): void {
+    if (this.switched !== null) return;
     this.eof = true;
     if (this.bodyWaiter) { const w = this.bodyWaiter; this.bodyWaiter = null; w(); return; }
     if (!this.busy) this.tryRequest();
@@ -549,6 +591,7 @@ export class HttpConnection implements ConnRec, Wire {
   private tryRequest(): void {
     if (this.busy || this.closed || this.ending) return;
     const s = this.baseServer;
+    if (this.direct !== null && this.keepalives === 0 && this.preface()) return;
     const same = this.lastHead;
     if (same !== null && this.buf.length >= same.length && this.buf.compare(same, 0, same.length, 0, same.length) === 0) {
       const r = new Request(this.rt, this, s);
@@ -682,6 +725,22 @@ export class HttpConnection implements ConnRec, Wire {
     }
     if (logged instanceof Promise) logged.catch(() => undefined).finally(() => this.endConnection());
     else this.endConnection();
+  }
+
+  /** H2Direct: the first bytes of the connection are another protocol's preface (true: the
+   *  connection went to it, or more bytes are needed to tell). */
+  private preface(): boolean {
+    const d = this.direct!;
+    const p = d.preface;
+    const n = Math.min(p.length, this.buf.length);
+    if (this.buf.compare(p, 0, n, 0, n) !== 0) { this.direct = null; return false; }
+    if (n < p.length) {
+      if (this.eof) { this.direct = null; return false; }
+      if (this.timerKind !== TIMER_READ) this.startReading(this.baseServer);
+      return true;
+    }
+    this.direct = null;
+    return switchProtocol(this.rt.ctx, this, null, this.baseServer, d.protocol);
   }
 
   /** Drops `n` bytes of buffered input (they belong to the request being served). */
@@ -944,6 +1003,7 @@ export class HttpConnection implements ConnRec, Wire {
 
   /** The next request of a kept-alive connection, or the end of the connection. */
   private requestEnded(r: Request): void {
+    if (this.switched !== null) return;
     this.rtStage = RT_NONE;
     if (this.keepAlive && !this.destroyed && !(this.eof && this.buf.length === 0)) {
       if (this.buf.length) this.checkPipeline();
@@ -986,6 +1046,7 @@ export class HttpConnection implements ConnRec, Wire {
   private carriedIn = 0;
 
   private endConnection(): void {
+    if (this.switched !== null) return;
     this.busy = true;
     this.ending = true;
     this.buf = EMPTY;

@@ -18,6 +18,7 @@ import { strip304Headers, stripHeaderOnlyResponse } from './conditional.js';
 import { byterangeFilter, needsByterange } from './byterange.js';
 import { setKeepalive, isLengthUnknown, dropsConnection } from './keepalive.js';
 import type { HeaderTable } from '../request/headers.js';
+import type { FramedWire } from './wire.js';
 import type { MaybePromise } from '../module.js';
 
 export function escapeHtml(s: string): string {
@@ -159,6 +160,14 @@ function badHeaders(r: Request, state: HeaderState, bb: Brigade): MaybePromise<v
   r.headersSent = true;
   state.sent = true;
   const c = r.connection;
+  const framed = c.wire.framed;
+  if (framed !== undefined) {
+    r.headersOut.set('Content-Length', '0');
+    framed.head(500, r.headersOut, httpDate(), serverBanner(globals(r.rt.ctx).serverTokens), true);
+    framed.end();
+    r.eosSent = true;
+    return undefined;
+  }
   const head = 'HTTP/1.1 ' + statusLine(500) + '\r\nDate: ' + httpDate() + '\r\nServer: ' + serverBanner(globals(r.rt.ctx).serverTokens) + '\r\nContent-Length: 0\r\n\r\n';
   c.bytesOut += head.length;
   c.wire.write(head, 'latin1');
@@ -211,6 +220,8 @@ function writeHead(r: Request): void {
   } else if (out.has('Vary')) {
     fixupVary(out);
   }
+  const framed = c.wire.framed;
+  if (framed !== undefined) { framedHead(r, out, framed); return; }
   // httpd answers every version with HTTP/1.1, unless force-response-1.0 is set.
   let proto = 'HTTP/1.1';
   if (r.subprocessEnv.size > 0 && r.subprocessEnv.has('force-response-1.0')) { proto = 'HTTP/1.0'; c.keepAlive = false; }
@@ -243,6 +254,22 @@ function writeHead(r: Request): void {
   r.headersOut = out;
   c.bytesOut += head.length;
   c.wire.write(head, 'latin1');
+}
+
+/** The head of a response on a transport with its own framing (HTTP/2's H2_RESPONSE filter in
+ *  place of HTTP_HEADER): the same fields, without the HTTP/1.1 connection management
+ *  (Connection, Keep-Alive, Transfer-Encoding). */
+function framedHead(r: Request, out: HeaderTable, framed: FramedWire): void {
+  const status = r.status;
+  const ct = makeContentType(r);
+  if (ct !== undefined && status !== 304) out.set('Content-Type', ct);
+  if (r.contentEncoding) out.set('Content-Encoding', r.contentEncoding);
+  if (r.contentLanguages.length) out.set('Content-Language', contentLanguage(r, out));
+  if (status === 304) strip304Headers(out);
+  if (r.headerOnly && out.get('Content-Length') === '0') out.unset('Content-Length');
+  r.headersOut = out;
+  const server = out.get('Server') ?? serverBanner(globals(r.rt.ctx).serverTokens);
+  framed.head(status, out, httpDate(r.requestTime > 0 ? r.requestTime : Date.now()), server, r.headerOnly || status === 304 || status === 204);
 }
 
 /** The languages of the response, then those of a Content-Language field already set,
@@ -297,6 +324,7 @@ const coreOutputFilter: FilterSpec<null> = {
       if (b.kind === 'eos') {
         r.eosSent = true;
         if (ch && body) { w.write('0\r\n\r\n'); r.connection.bytesOut += 5; }
+        w.framed?.end();
         return;
       }
       if (b.kind === 'flush' || !body) return;

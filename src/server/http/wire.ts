@@ -1,6 +1,8 @@
 // The byte stream under a connection, as the response writer sees it: write with
 // backpressure, stream a file range, and end the connection.
 
+import type { HeaderTable } from '../request/headers.js';
+
 export interface Wire {
   /** Writes bytes; false means wait for drain() before writing more. */
   write(data: Buffer | string, encoding?: BufferEncoding): boolean;
@@ -12,4 +14,16 @@ export interface Wire {
   cork(): void;
   uncork(): void;
   readonly destroyed: boolean;
+  /** A transport with framing of its own (an HTTP/2 stream): the response head goes to it as
+   *  fields rather than as HTTP/1.1 bytes, and the end of the body is its end. Absent for
+   *  HTTP/1.x. */
+  readonly framed?: FramedWire;
+}
+
+export interface FramedWire {
+  /** The response's status and fields (Date and Server first, as the HTTP/1.1 head has them);
+   *  `bodyless`: no body follows (HEAD, 204, 304). */
+  head(status: number, fields: HeaderTable, date: string, server: string, bodyless: boolean): void;
+  /** The end of the response (EOS). */
+  end(): void;
 }

@@ -22,6 +22,7 @@ import {
 } from './config.js';
 import { buildContexts, CONF_COMMANDS, knownConfOptions, warn, warningsDone, type TlsServer } from './contexts.js';
 import { TlsLayer } from './layer.js';
+import { selectProtocol, PROTOCOL_HTTP1 } from '../../../server/http/protocols.js';
 import { makeHooks } from './hooks.js';
 import { SslConn, sslVar } from './vars.js';
 import { compileRequire } from './require.js';
@@ -418,6 +419,7 @@ async function postConfig(ctx: ConfigContext): Promise<string | undefined> {
       attach: (c, s) => { c.connConfig[self.index] = s; },
       candidates: (ip, port) => candidatesFor(ctx, ip, port),
       stapler: (t) => staplers.get(t),
+      selectProtocol: (s, offers, t) => selectProtocol(ctx, { tls: t, protocol: PROTOCOL_HTTP1 }, null, s, offers),
     });
   }
   holder.v = st;

@@ -34,6 +34,9 @@ export interface LayerSetup {
   candidates(localIp: string, localPort: number): readonly ServerRec[];
   /** A server's OCSP stapling (SSLUseStapling on). */
   stapler(t: TlsServer): Stapler | undefined;
+  /** ALPN (ssl_callback_alpn_select): the protocol of the client's list the server chosen by
+   *  SNI speaks (Protocols, ProtocolsHonorOrder), undefined when none. */
+  selectProtocol(s: ServerRec, offers: readonly string[], tls: { readonly protocol: string; readonly cipher: string }): string | undefined;
 }
 
 function logConn(s: ServerRec, level: number, message: string, sock: net.Socket): void {
@@ -328,7 +331,13 @@ export class TlsLayer implements ConnectionLayer {
       secureContext: first.context,
       requestCert: first.requestCert,
       rejectUnauthorized: first.rejectUnauthorized,
-      ALPNProtocols: ['http/1.1'],
+      ALPNCallback: ({ protocols }: { servername: string; protocols: string[] }) => {
+        const t = tsock as tls.TLSSocket;
+        const p = this.setup.selectProtocol(chosen.s, protocols, { protocol: t.getProtocol() ?? '', cipher: t.getCipher()?.name ?? '' });
+        // httpd answers http/1.1 when nothing else is chosen; ALPN can only name one of the
+        // client's protocols, so a client that did not offer it gets no ALPN answer.
+        return p ?? (protocols.includes('http/1.1') ? 'http/1.1' : undefined);
+      },
       SNICallback: (name: string, cb: (err: Error | null, ctx?: tls.SecureContext) => void) => {
         const host = name.toLowerCase();
         // ssl_find_vhost: the name-based virtual host SNI names, among those on this address.

@@ -1,0 +1,388 @@
+// One HTTP/2 stream as a request (httpd's mod_http2 secondary connection, h2_c2.c, and
+// h2_request.c): the stream's pseudo-header fields become the request line
+// "METHOD PATH HTTP/2.0", :authority the Host, the stream's DATA the request body read
+// through the input filters, and the response leaves through the same output filter chain
+// as on HTTP/1.1, whose protocol end hands the head to the stream as fields (no Connection,
+// Keep-Alive or Transfer-Encoding) and the body as DATA. Every module's hooks run unchanged.
+
+import type * as http2 from 'node:http2';
+import { Request, type ConnRec, type RequestBody } from '../../../server/request/request.js';
+import type { Wire, FramedWire } from '../../../server/http/wire.js';
+import type { ServerRec } from '../../../server/server-rec.js';
+import type { Runtime } from '../../../server/runtime.js';
+import type { HeaderTable } from '../../../server/request/headers.js';
+import { streamFileRange } from '../../../server/http/file-cache.js';
+import { processRequest, die } from '../../../server/request/lifecycle.js';
+import { runAll } from '../../../server/hooks.js';
+import { OK, type MaybePromise } from '../../../server/module.js';
+import { FilterError } from '../../../server/filters.js';
+import { nowMicros } from '../../../server/log/time.js';
+import { decodeUrlPath } from '../../../server/http/uri.js';
+import { DEFAULT_LIMIT_REQUEST_BODY } from '../../../server/http/http-core.js';
+import { newRequestTarget, parseRequestLine, fixHostname, parseStrictLength, isHttpScheme } from '../../../server/http/protocol.js';
+import { coreServer, coreDir } from '../../../server/core/config.js';
+import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO } from '../../../server/log/levels.js';
+
+/** Fields HTTP/2 forbids in a message (RFC 9113 8.2.2): dropped from the response, as
+ *  mod_http2 drops them. */
+const CONNECTION_FIELDS: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/** What the stream's request needs from its session. */
+export interface StreamSession {
+  readonly rt: Runtime;
+  /** The session's connection (the primary one, httpd's c1). */
+  readonly c1: ConnRec;
+  /** The server the session was opened for (chosen by SNI or address). */
+  readonly server: ServerRec;
+  /** "https" over TLS, "http" otherwise. */
+  readonly scheme: string;
+  /** H2StreamMaxMemSize: output a stream holds before the handler waits. */
+  readonly maxMem: number;
+  /** A response head is about to go out (server push looks at its Link fields). */
+  responding(st: H2Stream, r: Request, fields: HeaderTable): void;
+}
+
+let nextStreamConnId = 1 << 30;
+
+/** A stream's connection record (httpd's c2), its wire and its framing. */
+export class H2Stream implements ConnRec, Wire, FramedWire {
+  readonly id = nextStreamConnId++;
+  readonly remoteIp: string;
+  readonly remotePort: number;
+  readonly localIp: string;
+  readonly localPort: number;
+  /** httpd's c2 counts its request twice (set to 1 for the hooks, then once more when the
+   *  stream is processed): %k logs 1 for every request on HTTP/2. */
+  keepalives = 2;
+  keepAlive = true;
+  aborted = false;
+  remoteHost: string | undefined;
+  bytesIn = 0;
+  bytesOut = 0;
+  readonly notes = new Map<string, string>();
+  readonly connConfig: unknown[];
+  baseServer: ServerRec;
+  readonly wire: Wire = this;
+  readonly framed: FramedWire = this;
+  /** The scoreboard's entry (mod_status shows each stream's request in a slot). */
+  score: import('../../../mpm/scoreboard.js').ScoreEntry | null = null;
+  readonly protocol: string;
+  private waiters: (() => void)[] = [];
+  /** The request served on this stream (null before it is read). */
+  request: Request | null = null;
+  /** For a pushed stream, the stream whose response pushed it (0: the client opened it). */
+  pushedOn = 0;
+
+  constructor(readonly session: StreamSession, readonly stream: http2.ServerHttp2Stream, protocol: string) {
+    const c1 = session.c1;
+    this.remoteIp = c1.remoteIp;
+    this.remotePort = c1.remotePort;
+    this.localIp = c1.localIp;
+    this.localPort = c1.localPort;
+    this.remoteHost = c1.remoteHost;
+    // The primary connection's module state (mod_ssl's SSL_* variables) is the stream's too.
+    this.connConfig = c1.connConfig;
+    this.baseServer = session.server;
+    this.protocol = protocol;
+    stream.on('drain', () => this.wake());
+    stream.on('close', () => { this.aborted = true; this.wake(); });
+    stream.on('error', () => { this.aborted = true; });
+  }
+
+  get idleKeepAlive(): boolean { return false; }
+  get lingering(): boolean { return false; }
+
+  // ---- Wire -------------------------------------------------------------------------------
+  get destroyed(): boolean { return this.stream.destroyed || this.stream.closed; }
+  write(data: Buffer | string, encoding: BufferEncoding = 'latin1'): boolean {
+    if (this.destroyed) return true;
+    const b = typeof data === 'string' ? Buffer.from(data, encoding) : data;
+    if (b.length === 0) return true;
+    this.stream.write(b);
+    return this.stream.writableLength < this.session.maxMem;
+  }
+  drain(): Promise<void> {
+    if (this.destroyed || this.stream.writableLength < this.session.maxMem) return Promise.resolve();
+    return new Promise((res) => this.waiters.push(res));
+  }
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+  sendFile(path: string, start: number, length: number): Promise<void> {
+    return streamFileRange(this, path, start, length, false, () => this.stream.close(0x2));
+  }
+  cork(): void { /* frames are assembled by the session */ }
+  uncork(): void { /* idem */ }
+
+  // ---- FramedWire ----------------------------------------------------------------------------
+  head(status: number, fields: HeaderTable, date: string, server: string, bodyless: boolean): void {
+    if (this.destroyed || this.stream.headersSent) return;
+    if (this.request !== null) this.session.responding(this, this.request, fields);
+    const out: http2.OutgoingHttpHeaders = { ':status': status };
+    fields.forEach((name, value, key) => {
+      if (key === 'date' || key === 'server' || CONNECTION_FIELDS.has(key)) return;
+      const had = out[key];
+      if (had === undefined) out[key] = value;
+      else if (key === 'set-cookie') out[key] = Array.isArray(had) ? [...had, value] : [String(had), value];
+      else out[key] = `${String(had)}, ${value}`;
+    });
+    // mod_http2 sends Date and Server after the response's own fields.
+    out['date'] = date;
+    out['server'] = server;
+    this.bytesOut += status.toString().length;
+    try {
+      this.stream.respond(out, { endStream: bodyless });
+    } catch (e) {
+      // A field Node's HTTP/2 refuses (a value with control characters): the stream is reset.
+      this.request?.log('http2', APLOG_ERR, `AH10020: h2_stream(${this.stream.id}): invalid response headers: ${(e as Error).message}`);
+      this.stream.close(0x2);
+    }
+  }
+  end(): void {
+    if (this.destroyed) return;
+    if (!this.stream.headersSent) {
+      try { this.stream.respond({ ':status': 200 }, { endStream: true }); } catch { /* gone */ }
+      return;
+    }
+    if (!this.stream.writableEnded) this.stream.end();
+  }
+}
+
+/** The request body from the stream's DATA frames (httpd's H2_C2_REQUEST_IN, as chunked). */
+function streamBody(st: H2Stream, r: Request, length: number): RequestBody {
+  const stream = st.stream;
+  let done = false;
+  let failed = 0;
+  let total = 0;
+  let started = false;
+  const wait = (): Promise<void> => new Promise((res) => {
+    const go = (): void => {
+      stream.off('readable', go);
+      stream.off('end', go);
+      stream.off('close', go);
+      res();
+    };
+    stream.on('readable', go);
+    stream.on('end', go);
+    stream.on('close', go);
+  });
+  const next = async (limit: number): Promise<Buffer | null | number> => {
+    if (failed) return failed;
+    if (done) return null;
+    if (!started) {
+      started = true;
+      if (length >= 0 && limit > 0 && length > limit) {
+        r.log('http', APLOG_INFO, `AH01588: Requested content-length of ${length} is larger than the configured limit of ${limit}`);
+        failed = 413;
+        done = true;
+        return failed;
+      }
+    }
+    for (;;) {
+      const chunk = stream.read() as Buffer | null;
+      if (chunk !== null) {
+        total += chunk.length;
+        st.bytesIn += chunk.length;
+        if (limit > 0 && total > limit) {
+          r.log('http', APLOG_INFO, `AH01591: Read content length of ${total} is larger than the configured limit of ${limit}`);
+          failed = 413;
+          done = true;
+          return failed;
+        }
+        return chunk;
+      }
+      if (stream.readableEnded || stream.destroyed) {
+        done = true;
+        // A stream reset before the body ended: the read fails as a cut connection does.
+        if (!stream.readableEnded) { failed = 400; return failed; }
+        return null;
+      }
+      await wait();
+    }
+  };
+  const take = async (limit: number, keep: boolean): Promise<Buffer | number> => {
+    const parts: Buffer[] = [];
+    for (;;) {
+      const v = await next(limit);
+      if (typeof v === 'number') return v;
+      if (v === null) break;
+      if (keep) parts.push(v);
+    }
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  };
+  return {
+    length, chunked: length < 0,
+    get done() { return done; },
+    async next(limit: number): Promise<Buffer | null> {
+      const v = await next(limit);
+      if (typeof v === 'number') throw new FilterError(v);
+      return v;
+    },
+    async read(limit: number): Promise<Buffer> {
+      const v = await take(limit, true);
+      if (typeof v === 'number') throw new FilterError(v);
+      return v;
+    },
+    async discard(limit: number): Promise<number> {
+      const v = await take(limit, false);
+      return typeof v === 'number' ? v : OK;
+    },
+  };
+}
+
+/** The fields of a stream's request as the session received them (pseudo-headers apart). */
+export interface StreamHead {
+  readonly method: string;
+  readonly path: string;
+  readonly scheme: string | undefined;
+  readonly authority: string | undefined;
+  /** Regular fields, lower-case names, in order (a name may repeat). */
+  readonly fields: readonly (readonly [string, string])[];
+  /** The request has no body (END_STREAM on its HEADERS). */
+  readonly ended: boolean;
+  /** An extended CONNECT's :protocol (RFC 8441, H2WebSockets). */
+  readonly protocol: string | undefined;
+}
+
+/** Reads Node's header object into a StreamHead. */
+export function headOf(headers: http2.IncomingHttpHeaders, ended: boolean): StreamHead {
+  const fields: [string, string][] = [];
+  for (const name of Object.keys(headers)) {
+    if (name.startsWith(':')) continue;
+    const v = headers[name];
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const x of v) fields.push([name, x]);
+    else fields.push([name, v]);
+  }
+  return {
+    method: String(headers[':method'] ?? ''),
+    path: String(headers[':path'] ?? ''),
+    scheme: headers[':scheme'] as string | undefined,
+    authority: headers[':authority'] as string | undefined,
+    fields,
+    ended,
+    protocol: headers[':protocol'] as string | undefined,
+  };
+}
+
+/**
+ * Serves one stream's request through the request lifecycle: the request line, Host from
+ * :authority, vhost selection, post_read_request, the phases and the handler, the log.
+ */
+export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
+  const session = st.session;
+  const rt = session.rt;
+  const s = session.server;
+  const r = new Request(rt, st, s);
+  st.request = r;
+  r.perDirConfig = s.lookupDefaults;
+  r.logLevel = s.logLevel;
+  r.requestTime = Date.now();
+  r.startMicros = nowMicros();
+  const target = newRequestTarget();
+  const strict = coreServer(s).strictProtocol !== false;
+  let st0 = OK;
+  if (h.method === 'CONNECT') {
+    // Not a request mod_http2 serves without H2ProxyRequests and a proxy: 405 as httpd.
+    r.theRequest = `CONNECT ${h.authority ?? ''} HTTP/2.0`;
+    r.method = 'CONNECT';
+    r.uri = h.authority ?? '';
+    st0 = 405;
+  } else {
+    st0 = parseRequestLine(r, `${h.method} ${h.path} HTTP/2.0`, strict, coreServer(s), target);
+  }
+  r.protocol = 'HTTP/2.0';
+  r.protoNum = 2000;
+  r.assbackwards = false;
+  let headerBytes = 0;
+  for (const [name, value] of h.fields) {
+    headerBytes += name.length + value.length + 4;
+    if (name === 'cookie' && r.headersIn.has('cookie')) {
+      // Cookie crumbs are joined with "; " (RFC 9113 8.2.3), as mod_http2 does.
+      r.headersIn.set('cookie', `${r.headersIn.get('cookie')!}; ${value}`);
+    } else {
+      r.headersIn.merge(name, value);
+    }
+  }
+  if (h.authority !== undefined && !r.headersIn.has('host')) r.headersIn.set('Host', h.authority);
+  st.bytesIn = r.theRequest.length + 2 + headerBytes + 2;
+  r.headerOnly = r.method === 'HEAD';
+  // The body: its declared length, or as chunked (mod_http2 marks a request without
+  // Content-Length whose HEADERS did not end the stream as having a body of unknown length).
+  if (!h.ended) {
+    const cl = r.headersIn.get('content-length');
+    let length = -1;
+    if (cl !== undefined) {
+      length = parseStrictLength(cl);
+      if (length < 0) {
+        r.log('core', APLOG_DEBUG, `AH10242: client sent invalid Content-Length (${cl}): ${r.uri}`);
+        st0 = 400;
+      }
+    }
+    r.body = streamBody(st, r, length);
+  }
+  // Host and the virtual host (ap_check_request_header).
+  const candidates = rt.vhosts.candidates(st.localIp, st.localPort);
+  const host = r.headersIn.get('host');
+  let hostname: string | undefined;
+  if (st0 === OK && host !== undefined) {
+    hostname = fixHostname(r, host, strict);
+    if (hostname === undefined) st0 = 400;
+  }
+  r.hostname = hostname ?? '';
+  r.server = rt.vhosts.select(candidates, r.hostname, st.localPort);
+  if (session.server.isVirtual && !candidates.includes(r.server)) r.server = session.server;
+  r.perDirConfig = r.server.lookupDefaults;
+  r.logLevel = r.server.logLevel;
+  return finish(st, r, serve(st, r, st0, target.scheme));
+}
+
+function serve(st: H2Stream, r: Request, early: number, scheme: string | undefined): MaybePromise<void> {
+  const rt = st.session.rt;
+  if (early !== OK) {
+    r.status = early;
+    return die(rt, r, early);
+  }
+  const pr = runAll(rt.hooks.postReadRequest, r);
+  const go = (v: number): MaybePromise<void> => {
+    let p = v;
+    if (p === OK && scheme !== undefined && !isHttpScheme(scheme)) p = 400;
+    if (p === OK && r.uri !== '*' && r.uri !== '') {
+      const decoded = decodeUrlPath(r.uri, r);
+      if (typeof decoded === 'number') p = decoded;
+      else r.uri = decoded;
+    }
+    if (p !== OK) {
+      r.status = p;
+      return die(rt, r, p);
+    }
+    return processRequest(rt, r);
+  };
+  return pr instanceof Promise ? pr.then(go) : go(pr);
+}
+
+async function finish(st: H2Stream, r: Request, served: MaybePromise<void>): Promise<void> {
+  const rt = st.session.rt;
+  try {
+    await served;
+  } catch (e) {
+    r.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
+    if (!r.headersSent) {
+      try { r.status = 500; await die(rt, r, 500); } catch { /* stream gone */ }
+    }
+  }
+  // The body nobody read is dropped; the stream ends with the response.
+  if (r.body !== null && !r.body.done && !st.destroyed) {
+    await r.body.discard(coreDir(r).limitRequestBody ?? DEFAULT_LIMIT_REQUEST_BODY);
+  }
+  st.end();
+  let last: Request = r;
+  while (last.next) last = last.next;
+  try {
+    await runAll(rt.hooks.logTransaction, last);
+  } catch (e) {
+    r.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
+  }
+}
