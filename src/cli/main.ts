@@ -17,6 +17,7 @@ import { Parent } from '../mpm/parent.js';
 import { ParentListeners } from '../mpm/listeners.js';
 import { isWorkerProcess, runWorker } from '../mpm/worker.js';
 import { ConfigSnapshot } from '../mpm/config-snapshot.js';
+import { processModel } from '../mpm/process-model.js';
 import { StartupSink, type ConfigContext, type ConfigOptions, type IncludedFile } from '../server/config/context.js';
 import type { ServerRec } from '../server/server-rec.js';
 import { globals } from '../server/core/globals.js';
@@ -538,7 +539,7 @@ async function serve(first: ConfigContext, opts: ConfigOptions, err: StartupSink
   }
   let running: RunningServer;
   try {
-    running = await startServer(ctx, { writePid: true, dropPrivileges: dropPrivilegesHook, listeners });
+    running = await startServer(ctx, { writePid: true, dropPrivileges: dropPrivilegesHook, listeners, concurrency: oneProcessConcurrency(ctx) });
   } catch (e) {
     return refuse(e, log);
   }
@@ -560,7 +561,7 @@ async function serve(first: ConfigContext, opts: ConfigOptions, err: StartupSink
         const current = running.ctx.mainServer.errorLog?.sink ?? err;
         const next = await loadConfiguration({ ...again, startupSink: current }, catalogue);
         await running.close();
-        running = await startServer(next, { writePid: true, dropPrivileges: dropPrivilegesHook });
+        running = await startServer(next, { writePid: true, dropPrivileges: dropPrivilegesHook, concurrency: oneProcessConcurrency(next) });
         next.log('mpm_event', 5, `AH00493: ${sig} received.  Doing graceful restart`);
       } catch (e) {
         const text = e instanceof ConfigError ? e.format(opts.argv0) : e instanceof StartupError ? e.text : String(e);
@@ -570,6 +571,13 @@ async function serve(first: ConfigContext, opts: ConfigOptions, err: StartupSink
     process.on('SIGHUP', () => { void reload('SIGHUP'); });
     process.on('SIGUSR1', () => { void reload('SIGUSR1'); });
   });
+}
+
+/** -X serves in this process alone: as many connections at once as httpd's one process has
+ *  workers (prefork: one; event, worker: ThreadsPerChild, MaxRequestWorkers raised to it). */
+function oneProcessConcurrency(ctx: ConfigContext): { limit: number; asyncIdle: boolean } {
+  const model = processModel(ctx);
+  return { limit: model.oneProcessLimit, asyncIdle: model.mpm === 'mpm_event' };
 }
 
 /** Set by mod_unixd when it is in the catalogue (drops root privileges after binding). */

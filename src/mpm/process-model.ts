@@ -31,6 +31,9 @@ export interface ProcessModel {
   readonly workers: number;
   /** Connections one worker serves at once. */
   readonly share: number;
+  /** Connections one process serves at once (httpd -X): prefork's one, a threaded MPM's
+   *  ThreadsPerChild (after check_config). */
+  readonly oneProcessLimit: number;
   /** event only: idle keep-alive connections kept per free share (AsyncRequestWorkerFactor). */
   readonly asyncFactor: number | undefined;
   /** Connections a worker accepts before it is replaced; 0 = never. */
@@ -63,6 +66,7 @@ export function processModel(ctx: ConfigContext, cpus: number = os.availablePara
   let serverLimit: number;
   let maxWorkers: number;
   let daemonsLimit: number;
+  let oneProcessLimit = 1;
   if (name === 'mpm_prefork') {
     serverLimit = clamp(c.serverLimit ?? 256, 1, 200000);
     maxWorkers = clamp(c.maxRequestWorkers ?? 256, 1, serverLimit);
@@ -71,6 +75,7 @@ export function processModel(ctx: ConfigContext, cpus: number = os.availablePara
     // check_config (mpm-common.ts checkThreaded) has brought these within httpd's bounds.
     serverLimit = clamp(c.serverLimit ?? 16, 1, 20000);
     const tpc = Math.max(1, c.threadsPerChild ?? DEFAULT_THREADS_PER_CHILD);
+    oneProcessLimit = tpc;
     maxWorkers = Math.max(1, c.maxRequestWorkers ?? 16 * DEFAULT_THREADS_PER_CHILD);
     daemonsLimit = Math.min(serverLimit, Math.max(1, Math.floor(maxWorkers / tpc)));
     maxWorkers = Math.min(maxWorkers, serverLimit * tpc);
@@ -82,6 +87,7 @@ export function processModel(ctx: ConfigContext, cpus: number = os.availablePara
     serverLimit,
     workers,
     share: Math.max(1, Math.ceil(maxWorkers / workers)),
+    oneProcessLimit,
     asyncFactor: name === 'mpm_event' ? Math.max(0, c.asyncRequestWorkerFactor ?? 2) : undefined,
     maxConnectionsPerChild: Math.max(0, c.maxConnectionsPerChild ?? 0),
     gracefulShutdownTimeout: g.gracefulShutdownTimeout,

@@ -165,6 +165,9 @@ export function writePidFile(ctx: ConfigContext): string | undefined {
 
 /** An open connection's socket, for close() (src/lib/roster.ts: why not a Set). */
 class OpenSocket extends RosterEntry {
+  /** Set once the connection is served (not waiting for a free worker). */
+  conn: HttpConnection | null = null;
+  served = false;
   constructor(readonly sock: Transport) { super(); }
 }
 
@@ -173,7 +176,15 @@ export interface StartOptions {
   dropPrivileges?: (ctx: ConfigContext) => void;
   /** Listeners bound already (at startup); bound here when not given. */
   listeners?: Listeners;
+  /** One process serving (-X): at most `limit` connections served at once, as httpd's single
+   *  process has one (prefork) or ThreadsPerChild (threaded MPMs) workers; the others wait,
+   *  accepted but unread. `asyncIdle`: connections waiting for a next request or closing do
+   *  not hold a worker (the event MPM). */
+  concurrency?: { readonly limit: number; readonly asyncIdle: boolean };
 }
+
+/** How often a full single process looks again for a connection gone idle (event MPM). */
+const IDLE_POLL_MS = 50;
 
 export async function startServer(ctx: ConfigContext, opts: StartOptions): Promise<RunningServer> {
   const listeners = opts.listeners ?? await bindListeners(ctx);
@@ -206,15 +217,52 @@ export async function startServer(ctx: ConfigContext, opts: StartOptions): Promi
       for (const m of ctx.loaded) await m.decl.configHooks?.cleanup?.(ctx);
     },
   };
+  const serve = (open: OpenSocket): void => {
+    open.served = true;
+    // TLS (mod_ssl) runs below HTTP: the connection is served once its handshake is done.
+    acceptThroughLayers(running.rt, open.sock, (sock, init) => {
+      const conn = new HttpConnection(sock, running.rt);
+      open.conn = conn;
+      init?.(conn);
+    });
+  };
+  const gate = opts.concurrency;
+  if (gate === undefined) {
+    listeners.onConnection = (raw) => {
+      const open = new OpenSocket(raw);
+      conns.add(open);
+      raw.on('close', () => conns.remove(open));
+      serve(open);
+    };
+    return running;
+  }
+  const waiting: OpenSocket[] = [];
+  let poll: NodeJS.Timeout | null = null;
+  const busy = (): number => conns.count((o) => o.served && !(gate.asyncIdle && o.conn !== null && (o.conn.idleKeepAlive || o.conn.lingering)));
+  const admit = (): void => {
+    while (waiting.length > 0 && busy() < gate.limit) {
+      const next = waiting.shift()!;
+      if (!next.sock.destroyed) serve(next);
+    }
+    if (waiting.length > 0 && gate.asyncIdle && poll === null) poll = setInterval(admit, IDLE_POLL_MS);
+    else if (waiting.length === 0 && poll !== null) { clearInterval(poll); poll = null; }
+  };
   listeners.onConnection = (raw) => {
     const open = new OpenSocket(raw);
     conns.add(open);
-    raw.on('close', () => conns.remove(open));
-    // TLS (mod_ssl) runs below HTTP: the connection is served once its handshake is done.
-    acceptThroughLayers(running.rt, raw, (sock, init) => {
-      const conn = new HttpConnection(sock, running.rt);
-      init?.(conn);
+    raw.on('close', () => {
+      conns.remove(open);
+      const i = waiting.indexOf(open);
+      if (i >= 0) waiting.splice(i, 1);
+      admit();
     });
+    waiting.push(open);
+    admit();
+  };
+  const close = running.close;
+  running.close = async () => {
+    if (poll !== null) { clearInterval(poll); poll = null; }
+    await close();
   };
   return running;
 }
