@@ -25,6 +25,7 @@ import {
 } from './config.js';
 import type { TlsServer } from './contexts.js';
 import { cipherSet } from './ciphers.js';
+import { certDetails, verifyChain, type ConnLog } from './ocsp.js';
 import { SslConn, STD_ENV_VARS, dnEnvVars, formatDn, pem, sanEnvVars, sslVar } from './vars.js';
 
 /** What the hooks need from the module (its configuration handles and the generation's TLS). */
@@ -180,6 +181,27 @@ export function makeHooks(env: HookEnv) {
         }
         if (r.wantsLog('ssl', APLOG_DEBUG)) r.log('ssl', APLOG_DEBUG, 'AH10129: verify client post handshake');
         conn.certRevealed = true;
+        // SSLOCSPEnable: the certificate the "renegotiation" brought is asked about now, as
+        // httpd's verify callback does during it; a bad answer fails it (AH02261).
+        const leaf = conn.clientCert();
+        if (t?.ocsp != null && leaf !== null && conn.ocspChecked === false && verifyResult(conn, mode, depth, t) === 'SUCCESS') {
+          conn.ocspChecked = true;
+          const log: ConnLog = (level, message, errno) => r.log('ssl', level, message, errno);
+          const chain = [leaf, ...conn.chain()];
+          const f = await verifyChain(t.ocsp, chain, log);
+          if (f !== null) {
+            const cert = chain[f.depth] ?? leaf;
+            if (r.wantsLog('ssl', APLOG_INFO)) r.log('ssl', APLOG_INFO, `AH02276: Certificate Verification: Error (${f.errnum}): ${f.text}${certDetails(cert)}`);
+            else r.log('ssl', APLOG_ERR, `AH02039: Certificate Verification: Error (${f.errnum}): ${f.text}`);
+            conn.ocspFailure = f.text;
+            conn.verify = `FAILED:${f.text}`;
+            r.log('ssl', APLOG_ERR, 'AH02261: Re-negotiation handshake failed');
+            if (APLOG_ERR <= levelFor(r.server.logLevel, 'ssl')) {
+              r.server.errorLog.write({ module: 'ssl', level: APLOG_ERR, message: 'SSL Library Error: error:0A000086:SSL routines::certificate verify failed' });
+            }
+            return 403;
+          }
+        }
       }
       conn.verify = verifyResult(conn, mode, depth, t);
       if (needStrict && conn.verify !== 'SUCCESS' && conn.verify !== 'GENEROUS') {

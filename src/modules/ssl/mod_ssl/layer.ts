@@ -390,7 +390,9 @@ export class TlsLayer implements ConnectionLayer {
         }
         serve(tsock as unknown as Transport, (c) => this.setup.attach(c, state));
       };
-      if (t.ocsp === null || tsock.getPeerX509Certificate() === undefined) { go(); return; }
+      // A host whose directories alone ask for certificates: the request hooks ask the
+      // responder when a directory wants the certificate (httpd's renegotiation).
+      if (t.ocsp === null || t.verify === 'none' || tsock.getPeerX509Certificate() === undefined) { go(); return; }
       // SSLOCSPEnable: the responder is asked before the first request is read.
       this.ocspAtHandshake(tsock, t, state, sock).then((ok) => {
         if (ok) go();

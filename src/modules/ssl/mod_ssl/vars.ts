@@ -39,6 +39,8 @@ export class SslConn {
   /** SSLOCSPEnable found the client's certificate bad (the verify error's text); the request
    *  hooks report it when a directory requires a certificate. */
   ocspFailure: string | undefined = undefined;
+  /** The request hooks asked the responder about the client's certificate already. */
+  ocspChecked = false;
 
   /** The plain-HTTP request has been answered: the error is not repeated. */
   plainReported = false;
