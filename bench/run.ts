@@ -84,7 +84,7 @@ function serverLabel(name: ServerName, opts: Options): string {
 const USAGE = `usage: npm run bench -- [options]
   --servers LIST       apache,plume,plume-workers,nginx,bare
                        (default: all; nginx only if installed)
-  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k,cgi,
+  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k,ssi,cgi,
                        tls-1k,tls-handshake (bench/tls.ts: Apache and plume only, after the others)
                        (default: all)
   --connections LIST   wrk connection counts (default: 50,500)

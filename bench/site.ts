@@ -13,7 +13,7 @@ const APACHE_HTPASSWD = '/usr/bin/htpasswd';
 // ---------------------------------------------------------------- servers and scenarios
 
 export type ServerName = 'apache' | 'plume' | 'plume-workers' | 'nginx' | 'bare';
-export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'if-header' | 'server-status' | 'conn-per-request' | 'gzip-100k' | 'cgi';
+export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'if-header' | 'server-status' | 'conn-per-request' | 'gzip-100k' | 'ssi' | 'cgi';
 
 export const ALL_SERVERS: readonly ServerName[] = ['apache', 'plume', 'plume-workers', 'nginx', 'bare'];
 
@@ -41,6 +41,21 @@ RewriteRule . /wp/index.php [L]
 </IfModule>
 # END WordPress
 `;
+
+/** The `ssi` scenario's page: three `#include virtual` and an `#if expr` (mod_include). */
+export const SSI_PAGE = `<!DOCTYPE html>
+<title>plume bench ssi</title>
+<!--#include virtual="/ssi/part1.html" -->
+<!--#if expr="%{REQUEST_URI} =~ m#^/ssi/# && -n %{HTTP_HOST}" -->
+<p>if-expr-true</p>
+<!--#else -->
+<p>if-expr-false</p>
+<!--#endif -->
+<!--#include virtual="/ssi/part2.html" -->
+<!--#include virtual="/ssi/part3.html" -->
+`;
+/** What each included part says. */
+export const SSI_PARTS = ['ssi-part-one', 'ssi-part-two', 'ssi-part-three'];
 
 /** What the `cgi` scenario's script prints. */
 export const CGI_BODY = 'hello from a CGI script';
@@ -211,6 +226,23 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     gzipOf: 'gzip/100k.html',
     description: '100 KB HTML page gzip-compressed on the way out (mod_deflate via AddOutputFilterByType; nginx gzip on), Accept-Encoding: gzip, keep-alive',
   },
+  ssi: {
+    name: 'ssi',
+    urlPath: '/ssi/page.shtml',
+    status: 200,
+    file: null,
+    contentType: 'text/html',
+    headers: {},
+    skip: ['nginx', 'bare'],
+    notEquivalent: {},
+    sameAsApache: false,
+    bodyHas: {
+      apache: [...SSI_PARTS, 'if-expr-true'],
+      plume: [...SSI_PARTS, 'if-expr-true'],
+      'plume-workers': [...SSI_PARTS, 'if-expr-true'],
+    },
+    description: 'a server-parsed page (mod_include: the INCLUDES filter) with three #include virtual subrequests and an #if expr, keep-alive',
+  },
   cgi: {
     name: 'cgi',
     urlPath: '/cgi-bin/hello.cgi',
@@ -227,7 +259,7 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
 };
 
 /** In the order of the report (not Object.keys: '404' would sort first as an integer key). */
-export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'if-header', 'server-status', 'conn-per-request', 'gzip-100k', 'cgi'];
+export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'if-header', 'server-status', 'conn-per-request', 'gzip-100k', 'ssi', 'cgi'];
 
 /** Whether `server` takes part in `sc`. */
 export function runsScenario(sc: Scenario, server: ServerName): boolean {
@@ -375,6 +407,10 @@ export function makeSite(plumeBin: string, withAuth: boolean): Site {
   // if-header: an <If> in the <Directory> of ifh/ sets a header
   dir('ifh');
   file('ifh/1k.html', html);
+  // ssi: a server-parsed page including three small files
+  dir('ssi');
+  file('ssi/page.shtml', SSI_PAGE);
+  SSI_PARTS.forEach((p, i) => file(`ssi/part${i + 1}.html`, `<p>${p}</p>\n`));
   // cgi: a shell script outside the document root, run through ScriptAlias
   fs.mkdirSync(path.join(root, 'cgi-bin'), { mode: 0o755 });
   fs.writeFileSync(path.join(root, 'cgi-bin/hello.cgi'), `#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n${CGI_BODY}\\n'\n`, { mode: 0o755 });
@@ -447,6 +483,7 @@ LoadModule deflate_module ${m}/mod_deflate.so
 LoadModule rewrite_module ${m}/mod_rewrite.so
 LoadModule alias_module ${m}/mod_alias.so
 LoadModule cgi_module ${m}/mod_cgi.so
+LoadModule include_module ${m}/mod_include.so
 ${withStatus ? `LoadModule status_module ${m}/mod_status.so` : '# (no status_module: this plume has no mod_status)'}
 
 ServerName 127.0.0.1
@@ -488,6 +525,13 @@ DirectoryIndex index.html
 # gzip-100k: mod_deflate through mod_filter's AddOutputFilterByType
 <Directory "${site.htdocs}/gzip">
     AddOutputFilterByType DEFLATE text/html
+</Directory>
+
+# ssi: mod_include's INCLUDES filter on .shtml pages (three #include virtual, an #if expr)
+<Directory "${site.htdocs}/ssi">
+    Options +Includes
+    AddType text/html .shtml
+    AddOutputFilter INCLUDES .shtml
 </Directory>
 
 # cgi: a tiny shell script (mod_cgi: mod_cgid's daemon does not answer when the server starts as
