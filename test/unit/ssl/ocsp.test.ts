@@ -110,3 +110,53 @@ test('tryLater, and the parser fuzzed (bounded)', { skip: !hasOpenssl && 'openss
     }
   }
 });
+
+test('responder URLs as apr_uri_parse reads them, and the reader fuzzed (bounded)', async () => {
+  const { parseUri } = await import('../../../src/modules/ssl/mod_ssl/ocsp.js');
+  assert.deepEqual(parseUri('http://127.0.0.1:8080/ocsp?x=1'), { scheme: 'http', hostname: '127.0.0.1', port: 8080, hostinfo: '127.0.0.1:8080', pathQuery: '/ocsp?x=1' });
+  assert.equal(parseUri('http://ocsp.example.com')?.port, 80);
+  assert.equal(parseUri('http://ocsp.example.com')?.pathQuery, '/');
+  assert.equal(parseUri('http://[::1]:81/')?.hostname, '::1');
+  assert.equal(parseUri('http://user@h:82/')?.hostname, 'h');
+  assert.equal(parseUri('http://h:port/'), null);
+  assert.equal(parseUri('http:///path'), null);
+  assert.equal(parseUri('no-scheme'), null);
+  let seed = 7;
+  const rnd = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
+  const alphabet = 'htp:/[]@?#.:0123456789abcxyz%';
+  for (let i = 0; i < 3000; i++) {
+    let u = rnd(2) === 0 ? 'http://' : '';
+    for (let j = rnd(24); j > 0; j--) u += alphabet[rnd(alphabet.length)];
+    const p = parseUri(u);
+    if (p !== null) {
+      assert.ok(p.hostname !== '' && p.port >= 0 && p.port <= 65535, u);
+      assert.ok(p.pathQuery.startsWith('/') || p.pathQuery.startsWith('?'), u);
+    }
+  }
+});
+
+test('the responder client against answers that are not OCSP: httpd\'s log lines, no response', async () => {
+  const { dispatch, parseUri } = await import('../../../src/modules/ssl/mod_ssl/ocsp.js');
+  const net = await import('node:net');
+  const answers = [
+    'HTTP/1.0 500 Internal Server Error\r\n\r\n',
+    'HTTP/1.0 200 OK\r\nContent-Type: application/ocsp-response\r\n\r\nnot DER at all',
+    'HTTP/1.0 200 OK\r\nContent-Type: application/ocsp-response\r\n',
+    '',
+  ];
+  const want = [/AH01980: bad response from OCSP server: 500 Internal Server Error/, /AH01988: failed to decode OCSP response data/,
+    /AH01983: could not read response header from OCSP server/, /AH02321: empty response from OCSP server/];
+  for (const [i, a] of answers.entries()) {
+    let got = '';
+    const srv = net.createServer((s) => { s.once('data', () => s.end(a)); });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (srv.address() as import('node:net').AddressInfo).port;
+      const r = await dispatch(parseUri(`http://127.0.0.1:${port}/`)!, undefined, 5000, Buffer.from('x'), (_l, m) => { got += m + '\n'; });
+      assert.equal(r, null);
+      assert.match(got, want[i]!);
+    } finally {
+      srv.close();
+    }
+  }
+});
