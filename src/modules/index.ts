@@ -69,6 +69,7 @@ import lbmethodByrequests from './proxy/balancers/mod_lbmethod_byrequests.js';
 import lbmethodBytraffic from './proxy/balancers/mod_lbmethod_bytraffic.js';
 import lbmethodBybusyness from './proxy/balancers/mod_lbmethod_bybusyness.js';
 import lbmethodHeartbeat from './proxy/balancers/mod_lbmethod_heartbeat.js';
+import proxyBalancer from './proxy/mod_proxy_balancer/index.js';
 import ssl from './ssl/mod_ssl/index.js';
 import http2 from './http2/mod_http2/index.js';
 import authnAnon from './aaa/mod_authn_anon.js';
@@ -81,7 +82,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(lbmethodByrequests), h(lbmethodBytraffic), h(lbmethodBybusyness), h(lbmethodHeartbeat), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(http2), h(status), h(info), h(autoindex), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(speling), h(userdir), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(usertrack), h(uniqueId), h(remoteip),
+  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(lbmethodByrequests), h(lbmethodBytraffic), h(lbmethodBybusyness), h(lbmethodHeartbeat), h(proxyBalancer), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(http2), h(status), h(info), h(autoindex), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(speling), h(userdir), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(usertrack), h(uniqueId), h(remoteip),
   h(caseFilter), h(caseFilterIn),
 ];
 

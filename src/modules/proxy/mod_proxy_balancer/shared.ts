@@ -1,0 +1,149 @@
+// The balancers' and members' shared state in slotmem tables (httpd keeps proxy_worker_shared
+// and proxy_balancer_shared in shared memory and points worker->s / balancer->s into it).
+//
+// Each member's `s` becomes a SharedRecord: an object of ProxyWorkerShared's shape whose
+// fields live in one slot of the balancer's worker table. Reads answer from this process's
+// copy, which `load` refreshes from the table (a balancer's whole table in one read, when a
+// request is balanced, the balancer-manager shows a page or a health check runs); writes
+// change the copy and mark the field, and the marked fields alone go to the table at the end
+// of the event-loop turn (or at once with `flush`), so two processes changing different
+// fields of a member (one its lbstatus, the other its error flag) do not undo each other.
+//
+// DIFFERENCE: httpd's members are structs in shared memory, read and written in place; plume's
+// are refreshed once per balanced request. A change made in one process is seen by another at
+// its next balanced request (httpd: at once).
+
+import type { SlotPointer } from '../../../server/slotmem.js';
+
+type FieldType = 'str' | 'u32' | 'i32' | 'f64' | 'bool' | 'opt';
+interface Field { readonly key: string; readonly type: FieldType; readonly off: number; readonly size: number }
+
+function layout(spec: readonly (readonly [string, FieldType, number?])[]): { fields: readonly Field[]; size: number } {
+  let off = 0;
+  const fields: Field[] = [];
+  for (const [key, type, len] of spec) {
+    const size = type === 'str' ? (len ?? 64) : type === 'f64' ? 8 : type === 'bool' ? 1 : 4;
+    if (type === 'f64') off = (off + 7) & ~7;
+    fields.push({ key, type, off, size });
+    off += size;
+  }
+  return { fields, size: (off + 15) & ~15 };
+}
+
+/** proxy_worker_shared's fields that plume shares (sizes of httpd's char arrays). */
+export const WORKER_LAYOUT = layout([
+  ['name', 'str', 384], ['scheme', 'str', 16], ['hostname', 'str', 256], ['udsPath', 'str', 256],
+  ['route', 'str', 96], ['redirect', 'str', 96], ['hcuri', 'str', 96], ['hcexpr', 'str', 16], ['hcmethod', 'str', 16],
+  ['port', 'u32'], ['status', 'u32'], ['lbset', 'i32'], ['lbfactor', 'f64'], ['lbstatus', 'i32'],
+  ['elected', 'f64'], ['busy', 'f64'], ['transferred', 'f64'], ['read', 'f64'], ['retries', 'i32'],
+  ['errorTime', 'f64'], ['updated', 'f64'], ['passes', 'i32'], ['pcount', 'i32'], ['fails', 'i32'], ['fcount', 'i32'],
+  ['index', 'i32'], ['interval', 'f64'],
+]);
+
+/** proxy_balancer_shared's fields. */
+export const BALANCER_LAYOUT = layout([
+  ['name', 'str', 64], ['sname', 'str', 64], ['sticky', 'str', 64], ['stickyPath', 'str', 64], ['stickySeparator', 'str', 2],
+  ['lbpname', 'str', 16], ['nonce', 'str', 40], ['vhost', 'str', 64], ['vpath', 'str', 64],
+  ['stickyForce', 'bool'], ['scolonsep', 'bool'], ['forcerecovery', 'bool'], ['inactive', 'bool'], ['needReset', 'bool'],
+  ['timeout', 'f64'], ['maxAttempts', 'opt'], ['wupdated', 'f64'], ['index', 'i32'],
+]);
+
+type Value = string | number | boolean | undefined;
+
+const dirtyRecords = new Set<SharedRecord>();
+let flushScheduled = false;
+
+function flushAll(): void {
+  flushScheduled = false;
+  for (const r of dirtyRecords) r.flush();
+  dirtyRecords.clear();
+}
+
+/** One slot's fields as an object (`view`) of the shape T whose properties read and write the
+ *  copy. */
+export class SharedRecord {
+  private readonly values = new Map<string, Value>();
+  private readonly dirty = new Set<Field>();
+  readonly view: Record<string, Value>;
+
+  constructor(private readonly ptr: SlotPointer, private readonly fields: readonly Field[], init: Readonly<Record<string, Value>>, fromSlot: boolean) {
+    const view: Record<string, Value> = {};
+    for (const f of fields) {
+      Object.defineProperty(view, f.key, {
+        enumerable: true,
+        get: () => this.values.get(f.key),
+        set: (v: Value) => {
+          if (this.values.get(f.key) === v) return;
+          this.values.set(f.key, v);
+          this.mark(f);
+        },
+      });
+    }
+    this.view = view;
+    if (fromSlot) {
+      this.load();
+    } else {
+      for (const f of fields) { this.values.set(f.key, init[f.key]); this.dirty.add(f); }
+      this.flush();
+    }
+  }
+
+  get id(): number { return this.ptr.id; }
+
+  private mark(f: Field): void {
+    this.dirty.add(f);
+    dirtyRecords.add(this);
+    if (!flushScheduled) { flushScheduled = true; setImmediate(flushAll); }
+  }
+
+  /** The slot's fields as they are in the table now (fields changed here and not yet
+   *  written keep this process's value). */
+  load(bytes: Buffer = this.ptr.read()): void {
+    for (const f of this.fields) {
+      if (this.dirty.has(f)) continue;
+      this.values.set(f.key, decode(bytes, f));
+    }
+  }
+
+  /** Writes the changed fields now. */
+  flush(): void {
+    if (this.dirty.size === 0) return;
+    for (const f of this.dirty) {
+      const b = Buffer.alloc(f.size);
+      encode(b, f, this.values.get(f.key));
+      this.ptr.write(b, f.off);
+    }
+    this.dirty.clear();
+  }
+}
+
+function decode(b: Buffer, f: Field): Value {
+  switch (f.type) {
+    case 'str': {
+      const end = b.indexOf(0, f.off);
+      return b.toString('latin1', f.off, end < 0 || end > f.off + f.size ? f.off + f.size : end);
+    }
+    case 'u32': return b.readUInt32LE(f.off);
+    case 'i32': return b.readInt32LE(f.off);
+    case 'f64': return b.readDoubleLE(f.off);
+    case 'bool': return b[f.off] !== 0;
+    case 'opt': { const n = b.readInt32LE(f.off); return n < 0 ? undefined : n; }
+  }
+}
+
+function encode(b: Buffer, f: Field, v: Value): void {
+  switch (f.type) {
+    case 'str': b.write(String(v ?? '').slice(0, f.size - 1), 0, 'latin1'); return;
+    case 'u32': b.writeUInt32LE(Number(v ?? 0) >>> 0, 0); return;
+    case 'i32': b.writeInt32LE(Number(v ?? 0) | 0, 0); return;
+    case 'f64': b.writeDoubleLE(Number(v ?? 0), 0); return;
+    case 'bool': b[0] = v === true ? 1 : 0; return;
+    case 'opt': b.writeInt32LE(v === undefined ? -1 : Number(v) | 0, 0); return;
+  }
+}
+
+/** The worker name stored in a slot ('' when the slot was never used). */
+export function slotName(bytes: Buffer): string {
+  const f = WORKER_LAYOUT.fields[0]!;
+  return decode(bytes, f) as string;
+}

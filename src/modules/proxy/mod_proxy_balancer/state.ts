@@ -1,0 +1,121 @@
+// mod_proxy_balancer's per-balancer state and the synchronisation of this process's view of a
+// balancer with the shared tables (ap_proxy_share_worker, ap_proxy_sync_balancer).
+
+import type { ConfigContext } from '../../../server/config/context.js';
+import type { ServerRec } from '../../../server/server-rec.js';
+import type { Request } from '../../../server/request/request.js';
+import { APLOG_CRIT, APLOG_DEBUG, levelFor } from '../../../server/log/levels.js';
+import type { SlotmemInstance, SlotmemProvider } from '../../../server/slotmem.js';
+import {
+  PROXY_WORKER_INITIALIZED,
+  type ProxyApi, type ProxyBalancer, type ProxyServerConf, type ProxyWorker, type ProxyWorkerShared,
+} from '../../../proxy/api.js';
+import { SharedRecord, WORKER_LAYOUT, slotName } from './shared.js';
+
+/** What this module keeps per balancer (balancer.context). */
+export interface BalancerState {
+  readonly storage: SlotmemProvider;
+  readonly wslot: SlotmemInstance;
+  readonly maxWorkers: number;
+  readonly record: SharedRecord;
+  readonly members: Map<ProxyWorker, SharedRecord>;
+  /** The shared s.wupdated this process last synchronised its member list with. */
+  wupdated: number;
+  readonly conf: ProxyServerConf;
+}
+
+export interface ServerState {
+  readonly id: string;
+  readonly bslot: SlotmemInstance | undefined;
+  /** BalancerPersist, BalancerInherit, ProxyPassInherit as the page reports them. */
+  readonly persist: boolean;
+}
+
+export const KEY = 'proxy_balancer';
+
+export function stateOf(b: ProxyBalancer): BalancerState | undefined {
+  return b.context.get(KEY) as BalancerState | undefined;
+}
+
+/** The extra shared balancer fields (not in ProxyBalancerShared). */
+export interface BalancerSharedExtra { sname: string; needReset: boolean }
+export function extra(b: ProxyBalancer): BalancerSharedExtra {
+  return b.s as unknown as BalancerSharedExtra;
+}
+
+export function apiOf(ctx: ConfigContext): ProxyApi | undefined {
+  return ctx.provider('proxy_api', 'mod_proxy');
+}
+
+export function logServer(s: ServerRec, level: number, message: string, errno?: { code: number; text: string }): void {
+  if (level > levelFor(s.logLevel, 'proxy_balancer')) return;
+  s.errorLog.write({ module: 'proxy_balancer', level, message, errno });
+}
+
+export const serverStates = new WeakMap<ServerRec, ServerState>();
+export function serverState(s: ServerRec): ServerState | undefined {
+  return serverStates.get(s);
+}
+
+export function workerInit(w: ProxyWorker): Record<string, string | number | boolean | undefined> {
+  const s = w.s;
+  const hc = w.params.extra;
+  return {
+    name: s.name, scheme: s.scheme, hostname: s.hostname, udsPath: s.udsPath, route: s.route, redirect: s.redirect,
+    hcuri: hc.get('hcuri') ?? '', hcexpr: hc.get('hcexpr') ?? '', hcmethod: (hc.get('hcmethod') ?? 'NONE').toUpperCase(),
+    port: s.port, status: s.status | PROXY_WORKER_INITIALIZED, lbset: s.lbset, lbfactor: s.lbfactor, lbstatus: s.lbstatus,
+    elected: s.elected, busy: s.busy, transferred: s.transferred, read: s.read, retries: s.retries, errorTime: s.errorTime,
+    updated: s.updated, passes: s.passes, pcount: s.pcount, fails: s.fails, fcount: s.fcount, index: s.index,
+    interval: 0,
+  };
+}
+
+/** Puts a member's shared state into slot `index` (ap_proxy_share_worker). */
+export function shareWorker(st: BalancerState, w: ProxyWorker, index: number, fromSlot: boolean): void {
+  const ptr = st.storage.dptr(st.wslot, index);
+  if (typeof ptr === 'string') throw new Error(`worker slotmem_dptr failed: ${ptr}`);
+  const rec = new SharedRecord(ptr, WORKER_LAYOUT.fields, { ...workerInit(w), index }, fromSlot);
+  w.s = rec.view as unknown as ProxyWorkerShared;
+  w.s.index = index;
+  st.members.set(w, rec);
+}
+
+// ---- balancing ------------------------------------------------------------------------------------
+
+/** ap_proxy_sync_balancer, plus this process's refresh of the shared state: the balancer's
+ *  and its members' fields as the table has them; members another process added. */
+export function syncBalancer(b: ProxyBalancer, r: Request): void {
+  const st = stateOf(b);
+  if (st === undefined) return;
+  st.record.load();
+  for (const rec of st.members.values()) rec.load();
+  if (b.s.wupdated <= st.wupdated) return;
+  const ctx = r.rt.ctx;
+  const lbmethod = ctx.provider('proxy_lbmethod', b.s.lbpname);
+  if (lbmethod === undefined) {
+    logServer(r.server, APLOG_CRIT, `AH02433: Cannot find LB Method: ${b.s.lbpname}`);
+    return;
+  }
+  b.lbmethod = lbmethod;
+  const api = apiOf(ctx);
+  const known = new Set([...st.members.values()].map((x) => x.id));
+  for (let i = 0; i < st.maxWorkers; i++) {
+    if (known.has(i)) continue;
+    const ptr = st.storage.dptr(st.wslot, i);
+    if (typeof ptr === 'string') break;
+    const name = slotName(ptr.read());
+    if (name === '' || api === undefined) continue;
+    const w = api.defineWorker(ctx, r.server, b, name);
+    if (typeof w === 'string') continue;
+    if (!b.workers.includes(w)) b.workers.push(w);
+    shareWorker(st, w, i, true);
+    w.localStatus |= PROXY_WORKER_INITIALIZED;
+    logServer(r.server, APLOG_DEBUG, `AH02403: grabbing shm[${i}] for worker: ${w.s.name}`);
+  }
+  if (extra(b).needReset) {
+    b.lbmethod.reset(b, r.server);
+    extra(b).needReset = false;
+  }
+  st.wupdated = b.s.wupdated;
+}
+
