@@ -16,6 +16,7 @@ import {
   PROXY_WORKER_IGNORE_ERRORS, PROXY_WORKER_STOPPED, PROXY_WORKER_HC_FAIL, PROXY_WORKER_INITIALIZED,
   workerIsUsable, type ProxyApi, type ProxyBalancer, type ProxyServerConf, type ProxyWorker,
 } from '../../../proxy/api.js';
+import { flushAll } from './shared.js';
 import { apiOf, extra, serverState, shareWorker, stateOf, syncBalancer } from './state.js';
 
 const PREFIX_LEN = 'balancer://'.length;
@@ -428,6 +429,8 @@ async function handle(r: Request, api: ProxyApi): Promise<number> {
   const nonce = params.get('nonce');
   if (bsel !== undefined && bsel.s.nonce !== '' && nonce !== undefined && nonce === bsel.s.nonce) {
     const rv = processParams(r, conf, api, bsel, wsel, params);
+    // The change reaches the table before the answer does.
+    flushAll();
     if (rv !== 0) return 400;
   }
   r.log('proxy_balancer', APLOG_DEBUG, 'AH01204: genning page');

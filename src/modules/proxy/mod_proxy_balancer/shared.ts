@@ -53,7 +53,7 @@ type Value = string | number | boolean | undefined;
 const dirtyRecords = new Set<SharedRecord>();
 let flushScheduled = false;
 
-function flushAll(): void {
+export function flushAll(): void {
   flushScheduled = false;
   for (const r of dirtyRecords) r.flush();
   dirtyRecords.clear();
