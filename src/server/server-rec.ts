@@ -48,6 +48,9 @@ export class ServerRec implements ServerLimits {
   names: string[] = [];
   wildNames: RegExp[] = [];
   addrs: ServerAddr[] = [];
+  /** ServerPath: the URL-path prefix that picks this name-based vhost for a request without
+   *  a host name (HTTP/1.0 without Host). Not inherited from the main server. */
+  path: string | undefined = undefined;
   /** Per-module server configuration, indexed by module index. */
   moduleConfig: unknown[] = [];
   /** The server-level per-directory configuration vector (httpd's lookup_defaults). */

@@ -25,7 +25,14 @@ export function translateName(r: Request): number {
     return 400;
   }
   const root = coreServer(r.server).documentRoot ?? DEFAULT_DOCROOT;
-  r.filename = root === '/' ? r.uri : root + r.uri;
+  const sp = r.server.path;
+  if (sp !== undefined && sp !== '' && r.uri.startsWith(sp) && (sp.endsWith('/') || r.uri.length === sp.length || r.uri[sp.length] === '/')) {
+    // The vhost's ServerPath is not part of the file's path under DocumentRoot.
+    const rest = r.uri.slice(sp.length).replace(/^\/+/, '');
+    r.filename = root.endsWith('/') ? root + rest : root + '/' + rest;
+  } else {
+    r.filename = root === '/' ? r.uri : root + r.uri;
+  }
   r.canonicalFilename = r.filename;
   return OK;
 }

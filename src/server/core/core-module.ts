@@ -365,6 +365,27 @@ function atoiPrefix(s: string): number {
   return m ? Math.max(-2147483648, Math.min(2147483647, parseInt(m[1]!, 10))) : 0;
 }
 
+/** ServerPath: the path prefix of a name-based vhost for clients that send no host name. */
+function serverPath(cmd: Cmd, arg: string): string | undefined {
+  cmd.server.path = arg;
+  return undefined;
+}
+
+/**
+ * AcceptFilter protocol filter (main server only). On Linux httpd turns any filter but
+ * "none" (its default for http and https is "data") into TCP_DEFER_ACCEPT on the listening
+ * socket, and says nothing where the platform lacks it (APR_ENOTIMPL).
+ * DIFFERENCE: Node cannot set TCP_DEFER_ACCEPT on a listening socket, so plume is that
+ * platform: the map is kept (and checked as httpd checks it) but connections are accepted
+ * at once, before their first byte (docs/differences.md).
+ */
+function acceptFilter(cmd: Cmd, proto: string, accf: string): string | undefined {
+  const err = cmd.checkContext(GLOBAL_ONLY);
+  if (err) return err;
+  globals(cmd.ctx).acceptFilters.set(proto.toLowerCase(), accf.toLowerCase());
+  return undefined;
+}
+
 function traceEnable(cmd: Cmd, arg: string): string | undefined {
   const a = arg.toLowerCase();
   if (a === 'on' || a === 'off' || a === 'extended') cmd.srv.traceEnable = a;
@@ -730,7 +751,7 @@ const coreDirectives: DirectiveSpec<CoreServerConfig, CoreDirConfig>[] = [
   directive({ name: 'ServerAdmin', args: 'TAKE1', where: SRV, help: 'The email address of the server administrator', handler: serverAdmin }),
   directive({ name: 'ServerSignature', args: 'TAKE1', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'En-/disable server signature (on|off|email)', handler: serverSignature }),
   directive({ name: 'ServerTokens', args: 'TAKE1', where: SRV, help: "Tag the server HTTP response header with ('Prod(uctOnly)', 'Major', 'Minor', 'Min(imal)', 'OS', or 'Full')", handler: serverTokens }),
-  directive({ name: 'ServerPath', args: 'TAKE1', where: SRV, help: 'The pathname the server can be reached at', handler: recorded('ServerPath') }),
+  directive({ name: 'ServerPath', args: 'TAKE1', where: SRV, help: 'The pathname the server can be reached at', handler: serverPath }),
   directive({ name: 'Timeout', args: 'TAKE1', where: SRV, help: 'Timeout duration (sec)', handler: timeout }),
   directive({ name: 'UseCanonicalName', args: 'TAKE1', where: DIRS, help: "How to work out the ServerName : Port when constructing URLs", handler: useCanonicalName }),
   directive({ name: 'UseCanonicalPhysicalPort', args: 'FLAG', where: DIRS, help: "Whether to use the physical Port when constructing URLs", handler: useCanonicalPhysicalPort }),
@@ -783,7 +804,7 @@ const coreDirectives: DirectiveSpec<CoreServerConfig, CoreDirConfig>[] = [
   directive({ name: 'QualifyRedirectURL', args: 'FLAG', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'Controls whether the REDIRECT_URL environment variable is fully qualified', handler: (cmd: Cmd, on: boolean) => { cmd.dir.qualifyRedirectUrl = on ? 'on' : 'off'; return undefined; } }),
   directive({ name: 'CGIVar', args: 'TAKE2', where: OR_FILEINFO | ACCESS_CONF | RSRC_CONF, help: 'Controls how some CGI variables are set', handler: cgiVar }),
   directive({ name: 'RegisterHttpMethod', args: 'ITERATE', where: SRV, help: 'Registers non-standard HTTP methods', handler: (cmd: Cmd, m: string) => { globals(cmd.ctx).registeredMethods.add(m); return undefined; } }),
-  directive({ name: 'AcceptFilter', args: 'TAKE2', where: SRV, help: 'Set a socket accept filter for a given protocol (e.g. http, https)', handler: (cmd: Cmd) => undefined }),
+  directive({ name: 'AcceptFilter', args: 'TAKE2', where: SRV, help: 'Set the Accept Filter to use for a protocol', handler: acceptFilter }),
 ];
 
 /** The core module. */

@@ -26,6 +26,8 @@ export interface Globals {
   registeredMethods: Set<string>;
   /** Directives accepted for compatibility with no run-time effect in plume. */
   recorded: string[];
+  /** AcceptFilter: protocol -> filter name, lower case (httpd's accf_map). */
+  acceptFilters: Map<string, string>;
 }
 
 export function globals(ctx: ConfigContext): Globals {
@@ -41,5 +43,6 @@ export function globals(ctx: ConfigContext): Globals {
     seeRequestTail: false,
     registeredMethods: new Set(),
     recorded: [],
+    acceptFilters: new Map([['http', 'data'], ['https', 'data']]),
   }));
 }

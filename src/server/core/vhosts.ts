@@ -41,8 +41,22 @@ export class VirtualHosts {
   /** The server for a request: name-based among the candidates, else the first. */
   select(candidates: readonly ServerRec[], host: string, localPort: number): ServerRec {
     if (candidates.length === 0) return this.ctx.mainServer;
-    if (candidates.length === 1 || host === '') return candidates[0]!;
+    if (candidates.length === 1) return candidates[0]!;
+    if (host === '') return candidates[0]!;
     return this.match(candidates, host, localPort) ?? candidates[0]!;
+  }
+
+  /** check_serverpath: for a request without a host name on a name-based address, the first
+   *  vhost whose ServerPath begins the URI at a '/' boundary, else the first vhost. */
+  selectByPath(candidates: readonly ServerRec[], uri: string): ServerRec {
+    if (candidates.length === 0) return this.ctx.mainServer;
+    if (candidates.length > 1) {
+      for (const v of candidates) {
+        const p = v.path;
+        if (p !== undefined && p !== '' && uri.startsWith(p) && (p.endsWith('/') || uri.length === p.length || uri[p.length] === '/')) return v;
+      }
+    }
+    return candidates[0]!;
   }
 
   /** update_server_from_aliases: the first candidate whose ServerName or ServerAlias is

@@ -1091,6 +1091,8 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
         return 400;
       }
       r.server = s;
+    } else if (r.hostname === '') {
+      r.server = this.rt.vhosts.selectByPath(this.candidates, r.uri);
     } else {
       r.server = this.rt.vhosts.select(this.candidates, r.hostname, this.localPort);
     }
