@@ -60,6 +60,12 @@ import expires from './metadata/mod_expires.js';
 import uniqueId from './metadata/mod_unique_id.js';
 import usertrack from './metadata/mod_usertrack.js';
 import speling from './mappers/mod_speling.js';
+import asis from './generators/mod_asis.js';
+import buffer from './filters/mod_buffer.js';
+import data from './filters/mod_data.js';
+import ratelimit from './filters/mod_ratelimit.js';
+import reflector from './filters/mod_reflector.js';
+import echo from './echo/mod_echo.js';
 import socacheShmcb from './cache/mod_socache_shmcb.js';
 import socacheDbm from './cache/mod_socache_dbm.js';
 import socacheMemcache from './cache/mod_socache_memcache.js';
@@ -82,7 +88,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(lbmethodByrequests), h(lbmethodBytraffic), h(lbmethodBybusyness), h(lbmethodHeartbeat), h(proxyBalancer), h(reqtimeout), h(ssl), h(filter), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(logDebug), h(mime), h(http2), h(status), h(info), h(autoindex), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(speling), h(userdir), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(usertrack), h(uniqueId), h(remoteip),
+  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(lbmethodByrequests), h(lbmethodBytraffic), h(lbmethodBybusyness), h(lbmethodHeartbeat), h(buffer), h(data), h(ratelimit), h(proxyBalancer), h(reqtimeout), h(ssl), h(filter), h(reflector), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(echo), h(logDebug), h(mime), h(http2), h(status), h(info), h(autoindex), h(asis), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(speling), h(userdir), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(usertrack), h(uniqueId), h(remoteip),
   h(caseFilter), h(caseFilterIn),
 ];
 

@@ -18,7 +18,7 @@ import { VirtualHosts } from './core/vhosts.js';
 import { constructUrl, getServerName, getServerPort } from './core/server-name.js';
 import { serverBanner } from './version.js';
 import { globals } from './core/globals.js';
-import type { ConnectionLayer } from './http/connection-layer.js';
+import type { ConnectionLayer, ConnectionProcessor } from './http/connection-layer.js';
 
 export class Runtime {
   readonly hooks: HookLists;
@@ -31,6 +31,8 @@ export class Runtime {
   readonly connectionLayers: readonly ConnectionLayer[];
   /** A module offers protocols other than HTTP/1.1 (protocols.ts: ALPN, Upgrade, prefaces). */
   readonly protocolSwitching: boolean;
+  /** Protocols other than HTTP that take whole connections (mod_echo), in load order. */
+  readonly connectionProcessors: readonly ConnectionProcessor[];
   /** Generation counter: caches keyed on configuration compare it. */
   readonly generation: number;
   private static generations = 0;
@@ -50,6 +52,7 @@ export class Runtime {
     this.vhosts = new VirtualHosts(ctx);
     this.connectionLayers = ctx.providerNames('connection_layer').map((n) => ctx.provider('connection_layer', n)!.open(ctx)).filter((l): l is ConnectionLayer => l !== null);
     this.protocolSwitching = ctx.providerNames('protocol_switch').length > 0;
+    this.connectionProcessors = ctx.providerNames('process_connection').map((n) => ctx.provider('process_connection', n)!.open(ctx)).filter((p): p is ConnectionProcessor => p !== null);
     this.generation = ++Runtime.generations;
   }
 
@@ -80,6 +83,11 @@ export class Runtime {
   /** Serves another URI in place of r (ap_internal_redirect). */
   internalRedirect(r: Request, uri: string): Promise<void> {
     return lifecycle.internalRedirect(this, r, uri);
+  }
+
+  /** ap_internal_redirect_handler: as internalRedirect, the content type carried over. */
+  internalRedirectHandler(r: Request, uri: string): Promise<void> {
+    return lifecycle.internalRedirectHandler(this, r, uri);
   }
 
   /** Adds a named output filter to the request (ap_add_output_filter); false if unknown. */

@@ -29,9 +29,22 @@ export interface ConnectionLayer {
   accept(sock: net.Socket, base: ServerRec, serve: (t: Transport, init: (c: ConnRec) => void) => void): boolean;
 }
 
+/** httpd's process_connection hook for protocols other than HTTP (mod_echo): a processor
+ *  for one configuration generation, or null when no server uses it. */
+export interface ConnectionProcessorProvider {
+  open(ctx: ConfigContext): ConnectionProcessor | null;
+}
+
+export interface ConnectionProcessor {
+  /** A connection ready to serve (after the layers: TLS is already below it) whose base
+   *  server by address is `base`: true when the processor took it (HTTP then never sees it). */
+  process(t: Transport, base: ServerRec, rt: Runtime): boolean;
+}
+
 declare module '../module.js' {
   interface ProviderGroups {
     connection_layer: ConnectionLayerProvider;
+    process_connection: ConnectionProcessorProvider;
   }
 }
 
@@ -40,7 +53,14 @@ declare module '../module.js' {
  * at once for a plain connection, after the handshake for a TLS one. `init` sets up the
  * connection record the layer asked for, once the HTTP connection exists.
  */
-export function acceptThroughLayers(rt: Runtime, sock: Transport, serve: (t: Transport, init: ((c: ConnRec) => void) | null) => void): void {
+export function acceptThroughLayers(rt: Runtime, sock: Transport, serveHttp: (t: Transport, init: ((c: ConnRec) => void) | null) => void): void {
+  const processors = rt.connectionProcessors;
+  const serve = processors.length === 0 ? serveHttp : (t: Transport, init: ((c: ConnRec) => void) | null): void => {
+    const local = t.localAddress ?? '';
+    const base = rt.vhosts.candidates(local.startsWith('::ffff:') ? local.slice(7) : local, t.localPort ?? 0)[0] ?? rt.mainServer;
+    for (const p of processors) if (p.process(t, base, rt)) return;
+    serveHttp(t, init);
+  };
   const layers = rt.connectionLayers;
   if (layers.length > 0 && isNetSocket(sock)) {
     const local = sock.localAddress ?? '';

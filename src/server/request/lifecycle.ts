@@ -269,7 +269,7 @@ async function errorDocumentRedirect(rt: Runtime, r: Request, custom: string): P
   // method is put back for %<m.
   const method = r.method;
   r.method = 'GET';
-  await internalRedirectTo(rt, r, custom);
+  await internalRedirectTo(rt, r, custom, false);
   r.method = method;
 }
 
@@ -310,7 +310,13 @@ function cloneForRedirect(rt: Runtime, r: Request, uri: string): Request {
 
 /** ap_internal_redirect: serves `uri` instead; the new request carries REDIRECT_* vars. */
 export async function internalRedirect(rt: Runtime, r: Request, uri: string): Promise<void> {
-  await internalRedirectTo(rt, r, uri);
+  await internalRedirectTo(rt, r, uri, false);
+}
+
+/** ap_internal_redirect_handler: as internalRedirect, but a request that had a handler passes
+ *  its content type on to the new request before that one is processed (mod_asis). */
+export async function internalRedirectHandler(rt: Runtime, r: Request, uri: string): Promise<void> {
+  await internalRedirectTo(rt, r, uri, true);
 }
 
 /** The request an internal redirect of r to `uri` serves (internal_internal_redirect without
@@ -402,7 +408,7 @@ function logBacktrace(r: Request): void {
   }
 }
 
-async function internalRedirectTo(rt: Runtime, r: Request, uri: string): Promise<void> {
+async function internalRedirectTo(rt: Runtime, r: Request, uri: string, keepType: boolean): Promise<void> {
   if (recursionLimitExceeded(r)) {
     await die(rt, r, 500, r.status);
     return;
@@ -411,6 +417,7 @@ async function internalRedirectTo(rt: Runtime, r: Request, uri: string): Promise
   // is served with the error's status), the error headers and, for a redirect status, the
   // Location; the environment is renamed REDIRECT_*.
   const n = redirectRequest(rt, r, uri);
+  if (keepType && r.handler !== undefined) n.contentType = r.contentType;
   let status: number;
   try {
     // post_read_request runs again for the new request (mod_setenvif, mod_headers early).
