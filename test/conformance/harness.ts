@@ -134,6 +134,12 @@ export interface CaseSpec {
    * tls/index.txt) on @OCSPPORT@ while the case runs; implies tlsFiles.
    */
   ocspResponder?: boolean;
+  /**
+   * Replacements in response bodies on both sides, [regex source, replacement] (flag g), for
+   * what a page prints of the server itself (mod_proxy_balancer's "Server Version:" and
+   * "Server Built:" lines); Content-Length and logged sizes are restated as for boundaries.
+   */
+  bodyReplace?: [string, string][];
 }
 
 export interface SpecOverride {
@@ -271,7 +277,7 @@ function validateCase(id: string, v: unknown): CaseSpec {
   if (typeof o.title !== 'string' || o.title === '') fail('missing title');
   if (!Array.isArray(o.conf) || !o.conf.every((l) => typeof l === 'string')) fail('conf must be an array of strings');
   if (!Array.isArray(o.requests)) fail('requests must be an array');
-  const known = new Set(['title', 'conf', 'preamble', 'files', 'requests', 'keepAlive', 'logLines', 'extraLogs', 'specOverride', 'tlsFiles', 'ocspResponder', 'normalize']);
+  const known = new Set(['title', 'conf', 'preamble', 'files', 'requests', 'keepAlive', 'logLines', 'extraLogs', 'specOverride', 'tlsFiles', 'ocspResponder', 'normalize', 'bodyReplace']);
   for (const k of Object.keys(o)) if (!known.has(k)) fail(`unknown key ${k}`);
   if (o.normalize !== undefined && !(Array.isArray(o.normalize) && o.normalize.every(isStringPair))) fail('normalize must be [regex, replacement] pairs');
   for (const [i, r] of (o.requests as unknown[]).entries()) {
@@ -810,6 +816,7 @@ async function readResponse(conn: Conn, isHead: boolean, deadline: number): Prom
 
 interface NormContext {
   root: string;
+  bodyReplace?: [string, string][] | undefined;
   port: number;
   port2: number;
   inodes: string[];
@@ -888,6 +895,14 @@ function normResponse(raw: RawResponse, ctx: NormContext): RecordedResponse {
     bodyBuf = Buffer.from(bodyBuf.toString('latin1').replace(re, '<boundary>'), 'latin1');
     // Content-Length depends on the boundary's length: restate it for the normalised body
     // (only if it was right for the raw body, so a wrong length still shows).
+    headers = headers.map(([k, v]) => (k.toLowerCase() === 'content-length' && v === String(rawLen) ? [k, String(bodyBuf.length)] : [k, v]));
+    if (rawLen !== bodyBuf.length) ctx.lengthRewrites.set(rawLen, bodyBuf.length);
+  }
+  if (ctx.bodyReplace !== undefined && ctx.bodyReplace.length > 0) {
+    const rawLen = bodyBuf.length;
+    let t = bodyBuf.toString('latin1');
+    for (const [re, to] of ctx.bodyReplace) t = t.replace(new RegExp(re, 'g'), to);
+    bodyBuf = Buffer.from(t, 'latin1');
     headers = headers.map(([k, v]) => (k.toLowerCase() === 'content-length' && v === String(rawLen) ? [k, String(bodyBuf.length)] : [k, v]));
     if (rawLen !== bodyBuf.length) ctx.lengthRewrites.set(rawLen, bodyBuf.length);
   }
@@ -1044,7 +1059,7 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
   try {
     const mat = materialise(spec.ocspResponder === true ? { ...spec, tlsFiles: true } : spec, ph);
     if (ph.ocspPort !== undefined) responder = await startOcspResponder(root, ph.ocspPort);
-    const ctx: NormContext = { root, port, port2, inodes: mat.inodes, clientPorts: [], lengthRewrites: new Map() };
+    const ctx: NormContext = { root, port, port2, inodes: mat.inodes, clientPorts: [], lengthRewrites: new Map(), bodyReplace: spec.bodyReplace };
     if (spec.normalize !== undefined) ctx.patterns = spec.normalize.map(([re, to]) => [new RegExp(re, 'g'), to] as const);
     server = launch(command(root), root);
 
