@@ -286,8 +286,8 @@ export class TlsLayer implements ConnectionLayer {
   /**
    * The OCSP half of ssl_callback_SSLVerify, once Node's verification is done: each certificate
    * is asked about (ocsp.ts); a failure fails the connection, logged as httpd logs a verify
-   * error. A host that does not verify client certificates itself (a directory asks for them)
-   * keeps the connection and records the failure for the request hooks.
+   * error. Only for hosts that verify client certificates themselves: where a directory asks
+   * for them, the request hooks ask the responder (hooks.ts).
    *
    * DIFFERENCE: httpd checks inside the handshake and a TLS 1.2 client gets a fatal alert
    * (certificate_revoked); Node has no asynchronous verify callback, so the handshake completes
@@ -301,12 +301,11 @@ export class TlsLayer implements ConnectionLayer {
     const handle = (tsock as unknown as { _handle?: { verifyError?: () => (Error & { code?: string }) | null } })._handle;
     const err = handle?.verifyError?.() ?? null;
     const log = connLog(t.s, sock);
-    const strict = t.verify !== 'none';
     const failed = (errnum: number, text: string, cert: crypto.X509Certificate): boolean => {
       if (APLOG_INFO <= levelFor(t.s.logLevel, 'ssl')) log(APLOG_INFO, `AH02276: Certificate Verification: Error (${errnum}): ${text}${certDetails(cert)}`);
       else log(APLOG_ERR, `AH02039: Certificate Verification: Error (${errnum}): ${text}`);
       state.ocspFailure = text;
-      return !strict;
+      return false;
     };
     if (err !== null) {
       // Nothing to ask about a certificate that did not verify; optional_no_ca lets such a
