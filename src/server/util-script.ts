@@ -196,6 +196,10 @@ export type ScriptGets = () => Promise<ScriptLine>;
 /** The message context of ap_scan_script_header_err: the module the lines are logged as. */
 export interface ScriptHeaderLog {
   readonly module: string;
+  /** The caller keeps no copy of the header line (httpd's NULL buffer, as mod_asis calls it):
+   *  a malformed header then reads the rest of the output away first, and the line logged is
+   *  the last one read (empty at the end of the output). */
+  readonly noBuffer?: boolean;
 }
 
 /**
@@ -241,7 +245,15 @@ export async function scanScriptHeader(r: Request, gets: ScriptGets, lg: ScriptH
     }
     const colon = w.indexOf(':');
     if (colon < 0) {
-      r.log(mod, APLOG_ERR, `malformed header from script '${base}': Bad header: ${w.slice(0, 30)}`);
+      let bad = w;
+      if (lg.noBuffer === true) {
+        for (;;) {
+          const next = await gets();
+          bad = next.line;
+          if (next.rv !== 1) break;
+        }
+      }
+      r.log(mod, APLOG_ERR, `malformed header from script '${base}': Bad header: ${bad.slice(0, 30)}`);
       return 500;
     }
     const name = w.slice(0, colon);

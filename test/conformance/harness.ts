@@ -879,7 +879,7 @@ function normResponse(raw: RawResponse, ctx: NormContext): RecordedResponse {
       for (const ino of ctx.inodes) val = val.replace(new RegExp(`(?<=["-])${ino}(?=-)`, 'g'), '<inode>');
       return [k, val];
     }
-    if (NO_PORT_HEADERS.has(lk)) return [k, v];
+    if (NO_PORT_HEADERS.has(lk)) return [k, ctx.patterns === undefined ? v : ctx.patterns.reduce((acc, [re, to]) => acc.replace(re, to), v)];
     if (lk === 'www-authenticate' || lk === 'authentication-info') return [k, normText(normDigestNonces(v), ctx, false)];
     return [k, normText(v, ctx, false)];
   });

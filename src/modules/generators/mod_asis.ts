@@ -78,7 +78,7 @@ async function asisHandler(r: Request): Promise<HookResult> {
   try {
     const reader = fileLineReader(fd);
     // httpd ignores what the scan returns: a bad header leaves the status it set (or 200).
-    await scanScriptHeader(r, reader.gets, { module: 'asis' }, { line: '' });
+    await scanScriptHeader(r, reader.gets, { module: 'asis', noBuffer: true }, { line: '' });
     start = reader.offset();
   } finally {
     fs.close(fd, () => undefined);
