@@ -33,6 +33,7 @@ import {
   type Site,
 } from './site.js';
 import { ALL_TLS_SCENARIOS, runTlsBench, stopTlsChildren, type TlsRow, type TlsScenarioName } from './tls.js';
+import { ALL_H2_SCENARIOS, runH2Bench, stopH2Children, type H2Row, type H2ScenarioName } from './h2.js';
 
 // ---------------------------------------------------------------- paths
 
@@ -64,6 +65,8 @@ interface Options {
   plumeBin: string;
   /** the TLS scenarios (bench/tls.ts) */
   tlsScenarios: TlsScenarioName[];
+  /** the HTTP/2 scenarios (bench/h2.ts) */
+  h2Scenarios: H2ScenarioName[];
 }
 
 function serverLabel(name: ServerName, opts: Options): string {
@@ -85,7 +88,8 @@ const USAGE = `usage: npm run bench -- [options]
   --servers LIST       apache,plume,plume-workers,nginx,bare
                        (default: all; nginx only if installed)
   --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k,ssi,cgi,
-                       tls-1k,tls-handshake (bench/tls.ts: Apache and plume only, after the others)
+                       tls-1k,tls-handshake (bench/tls.ts: Apache and plume only, after the others),
+                       h2-1k (bench/h2.ts: h2load, 100 streams per connection; Apache and plume only)
                        (default: all)
   --connections LIST   wrk connection counts (default: 50,500)
   --duration S         seconds per timed run (default: 10)
@@ -155,6 +159,7 @@ function parseOptions(argv: string[]): Options {
     out: path.join(RESULTS_DIR, 'latest.json'),
     plumeBin: DEFAULT_PLUME_BIN,
     tlsScenarios: [...ALL_TLS_SCENARIOS],
+    h2Scenarios: [...ALL_H2_SCENARIOS],
   };
   const n = cpuCount();
   let pin: boolean | null = null;
@@ -178,9 +183,11 @@ function parseOptions(argv: string[]): Options {
       case '--scenarios': {
         const list = parseList(takeValue());
         const isTls = (s: string): boolean => (ALL_TLS_SCENARIOS as readonly string[]).includes(s);
-        for (const s of list) if (!(ALL_SCENARIOS as readonly string[]).includes(s) && !isTls(s)) die(`unknown scenario ${s}`);
-        o.scenarios = list.filter((s) => !isTls(s)) as ScenarioName[];
+        const isH2 = (s: string): boolean => (ALL_H2_SCENARIOS as readonly string[]).includes(s);
+        for (const s of list) if (!(ALL_SCENARIOS as readonly string[]).includes(s) && !isTls(s) && !isH2(s)) die(`unknown scenario ${s}`);
+        o.scenarios = list.filter((s) => !isTls(s) && !isH2(s)) as ScenarioName[];
         o.tlsScenarios = list.filter(isTls) as TlsScenarioName[];
+        o.h2Scenarios = list.filter(isH2) as H2ScenarioName[];
         break;
       }
       case '--connections':
@@ -234,7 +241,7 @@ function parseOptions(argv: string[]): Options {
         die(`unknown option ${a}`);
     }
   }
-  if (o.servers.length === 0 || (o.scenarios.length === 0 && o.tlsScenarios.length === 0) || o.connections.length === 0) die('nothing to run');
+  if (o.servers.length === 0 || (o.scenarios.length === 0 && o.tlsScenarios.length === 0 && o.h2Scenarios.length === 0) || o.connections.length === 0) die('nothing to run');
   if (pin === null) pin = o.wrkCpus === null && o.serverCpus === null && n >= 2 && n <= 8;
   if (pin && n >= 2) {
     if (o.wrkCpus === null) o.wrkCpus = String(n - 1);
@@ -1353,6 +1360,7 @@ async function cleanup(): Promise<void> {
   }
   for (const c of [...live]) await stopChild(c, 2000);
   await stopTlsChildren();
+  await stopH2Children();
   if (site !== null && !keepSite) fs.rmSync(site.root, { recursive: true, force: true });
 }
 
@@ -1703,6 +1711,15 @@ async function main(): Promise<void> {
     });
   }
   if (shuttingDown) return;
+  let h2Rows: H2Row[] = [];
+  if (opts.h2Scenarios.length > 0) {
+    h2Rows = await runH2Bench({
+      servers: opts.servers, connections: opts.connections, durationS: opts.durationS, warmupS: opts.warmupS,
+      plumeBin: opts.plumeBin, plumeWorkers: opts.plumeWorkers, clientCpus: opts.wrkCpus, serverCpus: opts.serverCpus,
+      keep: opts.keep, write,
+    });
+  }
+  if (shuttingDown) return;
 
   const json = {
     date: new Date().toISOString(),
@@ -1728,6 +1745,7 @@ async function main(): Promise<void> {
     results: rows,
     ratios: ratios(rows, opts),
     tls: tlsRows,
+    h2: h2Rows,
     workerRss: workerRss(rows),
     skipped,
     failures,

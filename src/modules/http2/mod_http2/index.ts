@@ -489,11 +489,15 @@ const self = defineModule<S, D>({
     directive<S, D, 'TAKE123'>({ name: 'H2PushResource', args: 'TAKE123', where: OR_FILEINFO | OR_AUTHCFG, help: 'add a resource to be pushed in this location/on this server.', handler: (cmd, a, b, c) => pushResource(cmd, a, b, c) }),
     directive<S, D, 'TAKE1'>({ name: 'H2EarlyHints', args: 'TAKE1', where: SRV, help: 'on to enable interim status 103 responses', handler: flag((cmd, on) => { cmd.srv.earlyHints = on; }) }),
     directive<S, D, 'TAKE1'>({ name: 'H2Padding', args: 'TAKE1', where: SRV, help: 'set payload padding', handler: padding }),
+    // DIFFERENCE: nghttp2 under Node frames what a stream holds as it comes; H2OutputBuffering
+    // and H2MaxDataFrameLen are accepted with httpd's checks (docs/differences.md).
     directive<S, D, 'TAKE1'>({ name: 'H2OutputBuffering', args: 'TAKE1', where: SRV, help: 'set stream output buffer on/off', handler: flag((cmd, on) => { cmd.srv.outputBuffering = on; }) }),
     directive<S, D, 'TAKE1'>({ name: 'H2StreamTimeout', args: 'TAKE1', where: SRV, help: 'set stream timeout', handler: timeout('Invalid timeout value', (cmd, ms) => { cmd.srv.streamTimeoutMs = ms; }) }),
     directive<S, D, 'TAKE1'>({ name: 'H2MaxDataFrameLen', args: 'TAKE1', where: SRV, help: 'maximum number of bytes in a single HTTP/2 DATA frame', handler: minInt(0, 'value must be 0 or larger', (cmd, n) => { cmd.srv.maxDataFrameLen = n; }) }),
     directive<S, D, 'TAKE2'>({ name: 'H2EarlyHint', args: 'TAKE2', where: OR_FILEINFO | OR_AUTHCFG, help: "add a a 'Link:' header for a 103 Early Hints response.", handler: (cmd, a, b) => earlyHint(cmd, a, b) }),
     directive<S, D, 'TAKE1'>({ name: 'H2ProxyRequests', args: 'TAKE1', where: OR_FILEINFO, help: 'Enables forward proxy requests via HTTP/2', handler: flag((cmd, on) => { if (cmd.path !== undefined) cmd.dir.proxyRequests = on; else cmd.srv.proxyRequests = on; }) }),
+    // DIFFERENCE: extended CONNECT is announced (SETTINGS_ENABLE_CONNECT_PROTOCOL) but answered
+    // 405 as any CONNECT: plume has no WebSocket handler for it to reach yet.
     directive<S, D, 'TAKE1'>({ name: 'H2WebSockets', args: 'TAKE1', where: SRV, help: 'off to disable WebSockets over HTTP/2', handler: (cmd, v) => {
       const on = onOff(v);
       if (on === undefined) return 'value must be On or Off';
@@ -501,6 +505,7 @@ const self = defineModule<S, D>({
       return undefined;
     } }),
     directive<S, D, 'TAKE1'>({ name: 'H2MaxHeaderBlockLen', args: 'TAKE1', where: SRV, help: 'maximum number of bytes in a response header block', handler: minInt(0, 'value must be 0 or larger', (cmd, n) => { cmd.srv.maxHeaderBlockLen = n; }) }),
+    // DIFFERENCE: Node counts invalid frames, not flow-control errors apart.
     directive<S, D, 'TAKE1'>({ name: 'H2MaxStreamErrors', args: 'TAKE1', where: SRV, help: 'maximum number of flow control errors tolerated', handler: minInt(0, 'value must be 0 or larger', (cmd, n) => { cmd.srv.maxStreamErrors = n; }) }),
   ],
   hooks: {

@@ -333,8 +333,9 @@ export class TlsLayer implements ConnectionLayer {
       ALPNCallback: ({ protocols }: { servername: string; protocols: string[] }) => {
         const t = tsock as tls.TLSSocket;
         const p = this.setup.selectProtocol(chosen.s, protocols, { protocol: t.getProtocol() ?? '', cipher: t.getCipher()?.name ?? '' });
-        // httpd answers http/1.1 when nothing else is chosen; ALPN can only name one of the
-        // client's protocols, so a client that did not offer it gets no ALPN answer.
+        // DIFFERENCE: httpd answers http/1.1 when nothing else is chosen; Node's ALPN callback
+        // can only name one of the client's protocols, so a client that did not offer it gets
+        // no ALPN answer (docs/differences.md).
         return p ?? (protocols.includes('http/1.1') ? 'http/1.1' : undefined);
       },
       SNICallback: (name: string, cb: (err: Error | null, ctx?: tls.SecureContext) => void) => {
