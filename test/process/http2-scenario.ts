@@ -23,7 +23,7 @@ export function writeFiles(dir: string): void {
   fs.mkdirSync(path.join(dir, 'cgi-bin'), { mode: 0o755 });
   fs.writeFileSync(path.join(dir, 'cgi-bin/echo.cgi'), CGI, { mode: 0o755 });
   fs.mkdirSync(path.join(dir, 'tls'));
-  for (const f of ['server.crt', 'server.key']) fs.copyFileSync(path.join(FIX, f), path.join(dir, 'tls', f));
+  for (const f of ['server.crt', 'server.key', 'ca.crt']) fs.copyFileSync(path.join(FIX, f), path.join(dir, 'tls', f));
 }
 
 /** The configuration after the process library's base directives. */
@@ -60,6 +60,10 @@ export function siteConfig(dir: string, tlsPort: number): string[] {
     '  SSLEngine on',
     `  SSLCertificateFile ${dir}/tls/server.crt`,
     `  SSLCertificateKeyFile ${dir}/tls/server.key`,
+    `  SSLCACertificateFile ${dir}/tls/ca.crt`,
+    '  <Location /secure>',
+    '    SSLVerifyClient require',
+    '  </Location>',
     '  RewriteEngine on',
     '  RewriteRule ^/old$ /index.html [R=301]',
     `  CustomLog ${dir}/logs/h2_log h2`,
@@ -123,6 +127,16 @@ export function h2Request(session: http2.ClientHttp2Session, req: H2Request, por
     s.on('error', reject);
     s.setTimeout(15000, () => s.close(http2.constants.NGHTTP2_CANCEL));
     if (req.body !== undefined) s.end(req.body);
+  });
+}
+
+/** A request whose stream the server resets: the reset's code (0: answered). */
+export function h2Reset(session: http2.ClientHttp2Session, urlPath: string): Promise<number> {
+  return new Promise((resolve) => {
+    const s = session.request({ ':path': urlPath });
+    s.on('error', () => undefined);
+    s.on('close', () => resolve(s.rstCode ?? 0));
+    s.resume();
   });
 }
 

@@ -66,6 +66,9 @@ export interface ConnRec {
   baseServer: ServerRec;
   /** Per-module connection state (httpd's c->conn_config), by module index: ModuleHandle.conn(). */
   readonly connConfig: unknown[];
+  /** The connection this one runs on (httpd's c->master): an HTTP/2 stream's is the TLS or
+   *  TCP connection of its session; absent for a primary connection. */
+  readonly master?: ConnRec;
 }
 
 /** The request body, read on demand (httpd's input filter chain reduced to what HTTP needs). */

@@ -43,6 +43,16 @@ export interface StreamSession {
 }
 
 let nextStreamConnId = 1 << 30;
+const NGHTTP2_HTTP_1_1_REQUIRED = 0xd;
+
+/** mod_ssl's "ssl-renegotiate-forbidden" note on the request or one it was redirected from. */
+function renegotiationForbidden(r: Request): string | undefined {
+  for (let p: Request | null = r; p !== null; p = p.prev) {
+    const cause = p.notes.get('ssl-renegotiate-forbidden');
+    if (cause !== undefined) return cause;
+  }
+  return undefined;
+}
 
 /** A stream's connection record (httpd's c2), its wire and its framing. */
 export class H2Stream implements ConnRec, Wire, FramedWire {
@@ -61,6 +71,7 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
   bytesOut = 0;
   readonly notes = new Map<string, string>();
   readonly connConfig: unknown[];
+  readonly master: ConnRec;
   baseServer: ServerRec;
   readonly wire: Wire = this;
   readonly framed: FramedWire = this;
@@ -82,6 +93,7 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
     this.remoteHost = c1.remoteHost;
     // The primary connection's module state (mod_ssl's SSL_* variables) is the stream's too.
     this.connConfig = c1.connConfig;
+    this.master = c1;
     this.baseServer = session.server;
     this.protocol = protocol;
     stream.on('drain', () => this.wake());
@@ -119,6 +131,13 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
   // ---- FramedWire ----------------------------------------------------------------------------
   head(status: number, fields: HeaderTable, date: string, server: string, bodyless: boolean): void {
     if (this.destroyed || this.stream.headersSent) return;
+    if (status === 403 && this.request !== null && renegotiationForbidden(this.request)) {
+      // A 403 because TLS would have to be renegotiated for this request (mod_ssl's note):
+      // the stream is reset with HTTP_1_1_REQUIRED, for the client to ask again on HTTP/1.1.
+      this.request.log('http2', APLOG_DEBUG, `AH03061: h2_stream(${this.session.c1.id}-${this.stream.id ?? 0}): renegotiate forbidden, cause: ${renegotiationForbidden(this.request)!}`);
+      this.stream.close(NGHTTP2_HTTP_1_1_REQUIRED);
+      return;
+    }
     if (this.request !== null) this.session.responding(this, this.request, fields);
     const out: http2.OutgoingHttpHeaders = { ':status': status };
     fields.forEach((name, value, key) => {

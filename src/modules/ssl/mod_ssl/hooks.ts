@@ -145,6 +145,9 @@ export function makeHooks(env: HookEnv) {
         return 403;
       }
       if (!allowed.has(conn.sock.getCipher().name)) {
+        // An HTTP/2 stream cannot renegotiate its connection: mod_http2 answers the 403 with
+        // a stream reset asking for HTTP/1.1 (ssl_hook_Access_classic on c->master).
+        if (r.connection.master !== undefined) { r.notes.set('ssl-renegotiate-forbidden', 'cipher-suite'); return 403; }
         if (r.wantsLog('ssl', APLOG_DEBUG)) r.log('ssl', APLOG_DEBUG, 'AH02220: Reconfigured cipher suite will force renegotiation');
         r.log('ssl', APLOG_ERR, 'AH02261: Re-negotiation handshake failed');
         r.log('ssl', APLOG_INFO, `PL02216: the connection's cipher ${conn.sock.getCipher().name} is not in this directory's SSLCipherSuite, and plume cannot renegotiate to another`);
@@ -161,6 +164,12 @@ export function makeHooks(env: HookEnv) {
       const depth = dc.verifyDepth ?? sc.verifyDepth ?? 1;
       const inPlace = t?.verify ?? 'none';
       const changes = inPlace === 'none' || (needStrict && inPlace !== 'require');
+      if (changes && r.connection.master !== undefined) {
+        // Not on an HTTP/2 stream (ssl_hook_Access_*: c->master): 403, answered by mod_http2
+        // with a stream reset asking for HTTP/1.1.
+        r.notes.set('ssl-renegotiate-forbidden', 'verify-client');
+        return 403;
+      }
       if (changes && conn.sock.getProtocol() === 'TLSv1.3' && !conn.pha) {
         // ssl_hook_Access_modern: TLS 1.3 without the client's post_handshake_auth extension.
         r.log('ssl', APLOG_ERR, 'AH10158: cannot perform post-handshake authentication');
