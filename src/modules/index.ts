@@ -81,6 +81,9 @@ import http2 from './http2/mod_http2/index.js';
 import authnAnon from './aaa/mod_authn_anon.js';
 import caseFilter from './examples/mod_case_filter.js';
 import caseFilterIn from './examples/mod_case_filter_in.js';
+import proxyFcgi from './proxy/mod_proxy_fcgi.js';
+import proxyScgi from './proxy/mod_proxy_scgi.js';
+import proxyUwsgi from './proxy/mod_proxy_uwsgi.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 
@@ -89,6 +92,7 @@ const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
   h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(lbmethodByrequests), h(lbmethodBytraffic), h(lbmethodBybusyness), h(lbmethodHeartbeat), h(buffer), h(data), h(ratelimit), h(proxyBalancer), h(reqtimeout), h(ssl), h(filter), h(reflector), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(echo), h(logDebug), h(mime), h(http2), h(status), h(info), h(autoindex), h(asis), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(speling), h(userdir), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(usertrack), h(uniqueId), h(remoteip),
+  h(proxyFcgi), h(proxyScgi), h(proxyUwsgi),
   h(caseFilter), h(caseFilterIn),
 ];
 

@@ -18,6 +18,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { startFcgiEcho, startPhpFpm, startScgi, startUwsgi, type Backend } from '../process/app-backends.js';
 
 // ---------------------------------------------------------------------------
 // Locations
@@ -140,7 +141,15 @@ export interface CaseSpec {
    * "Server Built:" lines); Content-Length and logged sizes are restated as for boundaries.
    */
   bodyReplace?: [string, string][];
+  /**
+   * An application server started for the case (test/process/app-backends.ts): the FastCGI
+   * echo responder, the SCGI server or the uwsgi application on @PORT2@; "fcgi-echo-unix" on
+   * the unix socket @ROOT@/backend.sock; "php-fpm" a pool on @PORT2@ and @ROOT@/php-fpm.sock.
+   */
+  backend?: CaseBackend;
 }
+
+export type CaseBackend = 'fcgi-echo' | 'fcgi-echo-unix' | 'scgi' | 'uwsgi' | 'php-fpm';
 
 export interface SpecOverride {
   reason: string;
@@ -277,7 +286,7 @@ function validateCase(id: string, v: unknown): CaseSpec {
   if (typeof o.title !== 'string' || o.title === '') fail('missing title');
   if (!Array.isArray(o.conf) || !o.conf.every((l) => typeof l === 'string')) fail('conf must be an array of strings');
   if (!Array.isArray(o.requests)) fail('requests must be an array');
-  const known = new Set(['title', 'conf', 'preamble', 'files', 'requests', 'keepAlive', 'logLines', 'extraLogs', 'specOverride', 'tlsFiles', 'ocspResponder', 'normalize', 'bodyReplace']);
+  const known = new Set(['title', 'conf', 'preamble', 'files', 'requests', 'keepAlive', 'logLines', 'extraLogs', 'specOverride', 'tlsFiles', 'ocspResponder', 'normalize', 'bodyReplace', 'backend']);
   for (const k of Object.keys(o)) if (!known.has(k)) fail(`unknown key ${k}`);
   if (o.normalize !== undefined && !(Array.isArray(o.normalize) && o.normalize.every(isStringPair))) fail('normalize must be [regex, replacement] pairs');
   for (const [i, r] of (o.requests as unknown[]).entries()) {
@@ -291,6 +300,7 @@ function validateCase(id: string, v: unknown): CaseSpec {
     }
   }
   if (o.files !== undefined && (typeof o.files !== 'object' || o.files === null)) fail('files must be an object');
+  if (o.backend !== undefined && !['fcgi-echo', 'fcgi-echo-unix', 'scgi', 'uwsgi', 'php-fpm'].includes(o.backend as string)) fail(`unknown backend ${String(o.backend)}`);
   return o as unknown as CaseSpec;
 }
 
@@ -526,6 +536,17 @@ async function startOcspResponder(root: string, port: number): Promise<RunningSe
   }
   await stopServer(r);
   throw new Error(`openssl ocsp did not listen on ${port}: ${r.stderr()}`);
+}
+
+/** The application server of a case with "backend", once it is ready. */
+function startCaseBackend(kind: CaseBackend, root: string, port: number): Promise<Backend> {
+  switch (kind) {
+    case 'fcgi-echo': return startFcgiEcho(root, port);
+    case 'fcgi-echo-unix': return startFcgiEcho(root, path.join(root, 'backend.sock'));
+    case 'scgi': return startScgi(root, port);
+    case 'uwsgi': return startUwsgi(root, port);
+    case 'php-fpm': return startPhpFpm(path.join(root, 'php-fpm'), port, path.join(root, 'php-fpm.sock'));
+  }
 }
 
 /** Stop the server by its PID: SIGTERM, then SIGKILL after a timeout. */
@@ -1056,9 +1077,11 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
   if (spec.ocspResponder === true) ph.ocspPort = await freePort([port, port2]);
   let server: RunningServer | null = null;
   let responder: RunningServer | null = null;
+  let backend: Backend | null = null;
   try {
     const mat = materialise(spec.ocspResponder === true ? { ...spec, tlsFiles: true } : spec, ph);
     if (ph.ocspPort !== undefined) responder = await startOcspResponder(root, ph.ocspPort);
+    if (spec.backend !== undefined) backend = await startCaseBackend(spec.backend, root, port2);
     const ctx: NormContext = { root, port, port2, inodes: mat.inodes, clientPorts: [], lengthRewrites: new Map(), bodyReplace: spec.bodyReplace };
     if (spec.normalize !== undefined) ctx.patterns = spec.normalize.map(([re, to]) => [new RegExp(re, 'g'), to] as const);
     server = launch(command(root), root);
@@ -1185,6 +1208,7 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
   } finally {
     if (server !== null) await stopServer(server);
     if (responder !== null) await stopServer(responder);
+    if (backend !== null) await backend.stop();
     if (opts.keep !== true) fs.rmSync(root, { recursive: true, force: true });
   }
 }

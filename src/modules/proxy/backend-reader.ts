@@ -1,0 +1,86 @@
+// Pull-style reading of a backend socket for the CGI-like proxy modules (mod_proxy_fcgi,
+// mod_proxy_scgi, mod_proxy_uwsgi), as httpd's blocking apr_socket_recv with the socket's
+// timeout: read() gives the next chunk, null at the end of the stream, 'timeout' when nothing
+// came within the time. The socket is paused while unread data waits, so a fast backend
+// is held back by a slow client (backpressure), never buffered whole.
+
+import type { Duplex } from 'node:stream';
+
+/** The most unread bytes held before the socket is paused. */
+const HIGH_WATER = 64 * 1024;
+
+export class BackendReader {
+  private readonly queue: Buffer[] = [];
+  private queued = 0;
+  private ended = false;
+  private error: Error | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly sock: Duplex) {
+    sock.on('data', (d: Buffer) => {
+      this.queue.push(d);
+      this.queued += d.length;
+      if (this.queued >= HIGH_WATER) sock.pause();
+      this.notify();
+    });
+    sock.on('end', () => { this.ended = true; this.notify(); });
+    sock.on('close', () => { this.ended = true; this.notify(); });
+    sock.on('error', (e: Error) => { this.error ??= e; this.ended = true; this.notify(); });
+  }
+
+  private notify(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  /** The socket's error, if it failed (rather than ended). */
+  get failure(): Error | undefined {
+    return this.error;
+  }
+
+  /** Puts bytes back at the front (a reader took more than it needed). */
+  unshift(b: Buffer): void {
+    if (b.length === 0) return;
+    this.queue.unshift(b);
+    this.queued += b.length;
+  }
+
+  /** Whether a chunk is waiting (a read would not wait). */
+  get ready(): boolean {
+    return this.queue.length > 0 || this.ended;
+  }
+
+  /** The next chunk; null at the end of the stream (or after an error: see `failure`);
+   *  'timeout' after `timeoutMs` without data. */
+  async read(timeoutMs: number): Promise<Buffer | null | 'timeout'> {
+    for (;;) {
+      const b = this.queue.shift();
+      if (b !== undefined) {
+        this.queued -= b.length;
+        if (this.queued < HIGH_WATER && this.sock.isPaused()) this.sock.resume();
+        return b;
+      }
+      if (this.ended) return null;
+      if (this.sock.isPaused()) this.sock.resume();
+      const timedOut = await new Promise<boolean>((res) => {
+        const t = setTimeout(() => { this.wake = undefined; res(true); }, timeoutMs);
+        this.wake = () => { clearTimeout(t); res(false); };
+      });
+      if (timedOut) return 'timeout';
+    }
+  }
+}
+
+/** Writes to the backend and waits until the socket took it (or failed). */
+export function writeTo(sock: Duplex, data: Buffer | readonly Buffer[]): Promise<Error | undefined> {
+  return new Promise((res) => {
+    if (sock.destroyed || sock.writableEnded) { res(new Error('socket closed')); return; }
+    const list = Buffer.isBuffer(data) ? [data] : data;
+    if (list.length === 0) { res(undefined); return; }
+    let ok = true;
+    for (let i = 0; i < list.length - 1; i++) ok = sock.write(list[i]!) && ok;
+    sock.write(list[list.length - 1]!, (e) => res(e ?? undefined));
+    void ok;
+  });
+}
