@@ -312,8 +312,7 @@ const pushPolicy: PushPolicy = {
   priority(ct) {
     const m = self.server(pushServer).pushPriorities;
     const p = (ct !== undefined ? m.get(ct.split(';')[0]!.trim().toLowerCase()) : undefined) ?? m.get('*');
-    if (p === undefined) return null;
-    return { weight: p.weight, exclusive: p.dependency === 'before' };
+    return p ?? null;
   },
 };
 /** The main server, whose H2PushPriority applies (RSRC_CONF, read as httpd's c1 config). */
@@ -433,7 +432,7 @@ function fixups(r: Request): number {
   e.set('H2_PUSHED_ON', pushed ? String(c.pushedOn) : '');
   e.set('H2_STREAM_ID', String(id));
   e.set('H2_STREAM_TAG', `${c.session.c1.id}-${id}`);
-  if (self.server(r.server).earlyHints === true) {
+  if (!pushed && self.server(r.server).earlyHints === true) {
     const fields = [...self.server(r.server).earlyHintFields, ...(self.dir(r)?.earlyHintFields ?? [])];
     if (fields.length > 0 && !stream.headersSent) {
       const h: http2.OutgoingHttpHeaders = { ':status': 103 };
@@ -495,6 +494,7 @@ const self = defineModule<S, D>({
     directive<S, D, 'TAKE1'>({ name: 'H2StreamTimeout', args: 'TAKE1', where: SRV, help: 'set stream timeout', handler: timeout('Invalid timeout value', (cmd, ms) => { cmd.srv.streamTimeoutMs = ms; }) }),
     directive<S, D, 'TAKE1'>({ name: 'H2MaxDataFrameLen', args: 'TAKE1', where: SRV, help: 'maximum number of bytes in a single HTTP/2 DATA frame', handler: minInt(0, 'value must be 0 or larger', (cmd, n) => { cmd.srv.maxDataFrameLen = n; }) }),
     directive<S, D, 'TAKE2'>({ name: 'H2EarlyHint', args: 'TAKE2', where: OR_FILEINFO | OR_AUTHCFG, help: "add a a 'Link:' header for a 103 Early Hints response.", handler: (cmd, a, b) => earlyHint(cmd, a, b) }),
+    // DIFFERENCE: forward proxy requests need mod_proxy, which plume does not have yet.
     directive<S, D, 'TAKE1'>({ name: 'H2ProxyRequests', args: 'TAKE1', where: OR_FILEINFO, help: 'Enables forward proxy requests via HTTP/2', handler: flag((cmd, on) => { if (cmd.path !== undefined) cmd.dir.proxyRequests = on; else cmd.srv.proxyRequests = on; }) }),
     // DIFFERENCE: extended CONNECT is announced (SETTINGS_ENABLE_CONNECT_PROTOCOL) but answered
     // 405 as any CONNECT: plume has no WebSocket handler for it to reach yet.

@@ -40,8 +40,9 @@ export interface PushPolicy {
   push(r: Request): boolean;
   /** Paths H2PushResource names for r, with whether each is critical. */
   resources(r: Request): readonly { readonly path: string; readonly critical: boolean }[];
-  /** H2PushPriority for a content type: Node's stream priority options. */
-  priority(contentType: string | undefined): { weight: number; exclusive: boolean } | null;
+  /** H2PushPriority for a content type ('*' when none is given for it): the dependency on
+   *  the stream that pushed and the weight. */
+  priority(contentType: string | undefined): { readonly dependency: 'after' | 'before' | 'interleaved'; readonly weight: number } | null;
 }
 
 const NGHTTP2_NO_ERROR = 0;
@@ -150,9 +151,15 @@ export class H2Session implements StreamSession {
     void serveStream(st, head).finally(() => { this.active--; });
   }
 
-  /** A response head is going out on `st`: resources it names for preload are pushed. */
+  /** A response head is going out on `st`: resources it names for preload are pushed; a
+   *  pushed response takes H2PushPriority's priority for its content type. */
   responding(st: H2Stream, r: Request, fields: HeaderTable): void {
     const stream = st.stream;
+    if (st.pushedOn > 0) {
+      const p = this.policy.priority(fields.get('Content-Type'));
+      if (p !== null) { try { stream.priority({ ...priorityOptions(p, st.pushedOn), silent: true }); } catch { /* closed */ } }
+      return;
+    }
     if (!stream.pushAllowed || r.status < 200 || r.status >= 300 || (r.method !== 'GET' && r.method !== 'HEAD')) return;
     if (r.headersIn.get('accept-push-policy') === 'none' || !this.policy.push(r)) return;
     const paths: { path: string; critical: boolean }[] = [];
@@ -177,7 +184,7 @@ export class H2Session implements StreamSession {
       const v = r.headersIn.get(name);
       if (v !== undefined) { headers[name] = v; fields.push([name, v]); }
     }
-    const prio = critical ? { weight: 256, exclusive: true } : this.policy.priority(undefined);
+    const prio = critical ? { weight: 256, exclusive: true } : priorityOptions(this.policy.priority(undefined), st.stream.id ?? 0);
     if (r.wantsLog('http2', APLOG_DEBUG)) r.log('http2', APLOG_DEBUG, `AH03076: h2_stream(${st.stream.id}): SERVER_PUSH for GET ${path}`);
     try {
       st.stream.pushStream(headers, prio ?? {}, (err, pushed) => {
@@ -186,6 +193,15 @@ export class H2Session implements StreamSession {
       });
     } catch { /* the client refuses pushes or the stream closed */ }
   }
+}
+
+/** H2PushPriority as HTTP/2 priority: After — depends on the stream that pushed; Before —
+ *  exclusive at its level, ahead of it; Interleaved — beside it, with the weight. */
+function priorityOptions(p: { readonly dependency: string; readonly weight: number } | null, pushedOn: number): { parent?: number; weight?: number; exclusive?: boolean } {
+  if (p === null) return {};
+  if (p.dependency === 'after') return { parent: pushedOn, weight: p.weight };
+  if (p.dependency === 'before') return { weight: p.weight, exclusive: true };
+  return { weight: p.weight };
 }
 
 /** The targets of `rel=preload` links in a Link field, without those marked `nopush`. */
