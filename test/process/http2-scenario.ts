@@ -88,6 +88,9 @@ export const REQUESTS: readonly H2Request[] = [
   { id: 'post', path: '/cgi-bin/echo.cgi', method: 'POST', body: 'hello=world', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
   { id: 'head', path: '/index.html', method: 'HEAD' },
   { id: 'missing', path: '/nowhere' },
+  // LimitRequestFieldSize (8190) and LimitRequestFields (100) on HTTP/2: 431.
+  { id: 'big-field', path: '/index.html', headers: { 'x-big': 'a'.repeat(9000) } },
+  { id: 'many-fields', path: '/index.html', headers: Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`x-h${i}`, 'v'])) },
 ];
 
 export interface H2Answer {

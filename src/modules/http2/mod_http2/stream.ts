@@ -83,6 +83,8 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
   request: Request | null = null;
   /** For a pushed stream, the stream whose response pushed it (0: the client opened it). */
   pushedOn = 0;
+  /** The request was refused before the request hooks ran (bad fields, limits). */
+  refusedEarly = false;
 
   constructor(readonly session: StreamSession, readonly stream: http2.ServerHttp2Stream, protocol: string) {
     const c1 = session.c1;
@@ -140,6 +142,9 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
     }
     if (this.request !== null) this.session.responding(this, this.request, fields);
     const out: http2.OutgoingHttpHeaders = { ':status': status };
+    // A request refused while its stream's fields were read (431, 400) is answered with Date
+    // and Server first (measured on Apache 2.4.71); every other response has them last.
+    if (this.refusedEarly) { out['date'] = date; out['server'] = server; }
     fields.forEach((name, value, key) => {
       if (key === 'date' || key === 'server' || CONNECTION_FIELDS.has(key)) return;
       const had = out[key];
@@ -316,7 +321,18 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
   r.protoNum = 2000;
   r.assbackwards = false;
   let headerBytes = 0;
+  // LimitRequestFields and LimitRequestFieldSize apply to the stream's fields (mod_http2
+  // answers 431 Request Header Fields Too Large).
+  const tag = `h2_stream(${process.pid}-${session.c1.id}-${st.stream.id ?? 0},IDLE)`;
+  if (st0 === OK && s.limitRequestFields > 0 && h.fields.length > s.limitRequestFields) {
+    r.log('http2', APLOG_INFO, `AH10181: ${tag}: Number of request headers exceeds LimitRequestFields(${s.limitRequestFields})`);
+    st0 = 431;
+  }
   for (const [name, value] of h.fields) {
+    if (st0 === OK && name.length + value.length + 2 > s.limitRequestFieldSize) {
+      r.log('http2', APLOG_INFO, `AH10180: ${tag}: Request header exceeds LimitRequestFieldSize(${s.limitRequestFieldSize}): ${name}`);
+      st0 = 431;
+    }
     headerBytes += name.length + value.length + 4;
     if (name === 'cookie' && r.headersIn.has('cookie')) {
       // Cookie crumbs are joined with "; " (RFC 9113 8.2.3), as mod_http2 does.
@@ -361,6 +377,7 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
 function serve(st: H2Stream, r: Request, early: number, scheme: string | undefined): MaybePromise<void> {
   const rt = st.session.rt;
   if (early !== OK) {
+    st.refusedEarly = true;
     r.status = early;
     return die(rt, r, early);
   }
