@@ -87,7 +87,7 @@ function serverLabel(name: ServerName, opts: Options): string {
 const USAGE = `usage: npm run bench -- [options]
   --servers LIST       apache,plume,plume-workers,nginx,bare
                        (default: all; nginx only if installed)
-  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k,ssi,cgi,
+  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k,ssi,cgi,proxy-balancer,
                        tls-1k,tls-handshake (bench/tls.ts: Apache and plume only, after the others),
                        h2-1k (bench/h2.ts: h2load, 100 streams per connection; Apache and plume only)
                        (default: all)
@@ -668,7 +668,7 @@ async function startServer(name: ServerName, site: Site, opts: Options): Promise
     case 'plume':
     case 'plume-workers': {
       const conf = path.join(dir, 'httpd.conf');
-      fs.writeFileSync(conf, httpdConf(site, port, name === 'apache' || plumeNoStatus === null));
+      fs.writeFileSync(conf, httpdConf(site, port, name === 'apache' || plumeNoStatus === null, name === 'apache' || plumeNoProxy === null));
       const args =
         name === 'apache'
           ? ['-d', dir, '-f', conf, '-D', 'FOREGROUND']
@@ -725,6 +725,38 @@ async function startServer(name: ServerName, site: Site, opts: Options): Promise
  * server-status cases are skipped (Apache's still run).
  */
 let plumeNoStatus: string | null = null;
+
+/** Why plume cannot run the proxy-balancer scenario (null: it can): a plume without
+ *  mod_proxy gets the shared httpd.conf without the balancer lines. */
+let plumeNoProxy: string | null = null;
+
+function probeProxyModules(site: Site, opts: Options): string | null {
+  const dir = path.join(site.root, 'proxy-probe');
+  fs.mkdirSync(path.join(dir, 'logs'), { recursive: true, mode: 0o755 });
+  const conf = path.join(dir, 'httpd.conf');
+  fs.writeFileSync(conf, httpdConf(site, 1, plumeNoStatus === null, true));
+  const r = spawnSync(process.execPath, [opts.plumeBin, '-t', '-d', dir, '-f', conf], { encoding: 'utf8', timeout: 30000 });
+  if (r.status === 0) return null;
+  const why = `${r.stderr ?? ''}${r.stdout ?? ''}`.trim().split('\n')[0] ?? '';
+  return `skipped: plume has no mod_proxy yet (plume -t: ${why || `exit ${r.status ?? r.signal}`})`;
+}
+
+/** The proxy-balancer scenario's backends: three bare Node servers of the site's htdocs. */
+async function startBackends(site: Site, opts: Options): Promise<void> {
+  const ports: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const port = await freePort();
+    const child = spawnServer(process.execPath, [BARE_NODE_JS, '--port', String(port), '--root', site.htdocs], opts.serverCpus, site.root);
+    process.once('exit', () => { try { child.child.kill('SIGKILL'); } catch { /* gone */ } });
+    const deadline = Date.now() + 15000;
+    while (!(await canConnect(port))) {
+      if (Date.now() > deadline || !alive(child.child)) throw new Error(`proxy-balancer backend on ${port} did not start: ${failureText(child)}`);
+      await sleep(50);
+    }
+    ports.push(port);
+  }
+  site.backendPorts = ports;
+}
 
 function probeStatusModule(site: Site, opts: Options): string | null {
   const dir = path.join(site.root, 'status-probe');
@@ -1441,6 +1473,16 @@ async function main(): Promise<void> {
       write(`plume server-status: ${plumeNoStatus}`);
     }
   }
+  if (opts.scenarios.includes('proxy-balancer')) {
+    await startBackends(site, opts);
+    if (opts.servers.some(isPlume)) {
+      plumeNoProxy = probeProxyModules(site, opts);
+      if (plumeNoProxy !== null) {
+        for (const name of opts.servers.filter(isPlume)) skipped[`${serverLabel(name, opts)} proxy-balancer`] = plumeNoProxy;
+        write(`plume proxy-balancer: ${plumeNoProxy}`);
+      }
+    }
+  }
   const servers: ServerName[] = [];
   for (const name of opts.servers) {
     const bin = name === 'apache' ? APACHE_BIN : name === 'nginx' ? NGINX_BIN : null;
@@ -1462,7 +1504,7 @@ async function main(): Promise<void> {
   const casesOf = (name: ServerName): { sc: Scenario; conns: number }[] =>
     opts.scenarios
       .map((s) => SCENARIOS[s])
-      .filter((sc) => runsScenario(sc, name) && !(sc.name === 'server-status' && isPlume(name) && plumeNoStatus !== null))
+      .filter((sc) => runsScenario(sc, name) && !(sc.name === 'server-status' && isPlume(name) && plumeNoStatus !== null) && !(sc.name === 'proxy-balancer' && isPlume(name) && plumeNoProxy !== null))
       .flatMap((sc) => opts.connections.map((c) => ({ sc, conns: c })));
   const perCase = 3 + opts.warmupS + opts.runs * (opts.durationS + 1);
   // plume's cases wait 1 s more after the run (its RSS once idle again).

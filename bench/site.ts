@@ -13,7 +13,7 @@ const APACHE_HTPASSWD = '/usr/bin/htpasswd';
 // ---------------------------------------------------------------- servers and scenarios
 
 export type ServerName = 'apache' | 'plume' | 'plume-workers' | 'nginx' | 'bare';
-export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'if-header' | 'server-status' | 'conn-per-request' | 'gzip-100k' | 'ssi' | 'cgi';
+export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'if-header' | 'server-status' | 'conn-per-request' | 'gzip-100k' | 'ssi' | 'cgi' | 'proxy-balancer';
 
 export const ALL_SERVERS: readonly ServerName[] = ['apache', 'plume', 'plume-workers', 'nginx', 'bare'];
 
@@ -256,10 +256,23 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     bodyHas: { apache: [CGI_BODY], plume: [CGI_BODY], 'plume-workers': [CGI_BODY] },
     description: 'a tiny /bin/sh CGI script under ScriptAlias (mod_cgi: a process per request), keep-alive',
   },
+  'proxy-balancer': {
+    name: 'proxy-balancer',
+    urlPath: '/balanced/1k.html',
+    status: 200,
+    file: '1k.html',
+    contentType: 'text/html',
+    headers: {},
+    skip: ['nginx', 'bare'],
+    notEquivalent: {},
+    sameAsApache: false,
+    bodyHas: {},
+    description: 'reverse proxy through balancer://bench (mod_proxy_balancer, byrequests) to three bare Node backends serving the same 1 KB file, keep-alive',
+  },
 };
 
 /** In the order of the report (not Object.keys: '404' would sort first as an integer key). */
-export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'if-header', 'server-status', 'conn-per-request', 'gzip-100k', 'ssi', 'cgi'];
+export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'if-header', 'server-status', 'conn-per-request', 'gzip-100k', 'ssi', 'cgi', 'proxy-balancer'];
 
 /** Whether `server` takes part in `sc`. */
 export function runsScenario(sc: Scenario, server: ServerName): boolean {
@@ -333,6 +346,8 @@ export interface Site {
   htpasswd: string | null;
   /** how the password file was made, or why it could not be */
   htpasswdNote: string;
+  /** the three backends of the `proxy-balancer` scenario (bare Node servers of htdocs), once started */
+  backendPorts?: number[];
 }
 
 /**
@@ -459,7 +474,7 @@ export function runAsUser(): { user: string; group: string } | null {
  * leaves out mod_status and its <Location> (a plume without mod_status could
  * not start with them); bench/run.ts then skips plume's server-status cases.
  */
-export function httpdConf(site: Site, port: number, withStatus = true): string {
+export function httpdConf(site: Site, port: number, withStatus = true, withProxy = true): string {
   const who = runAsUser();
   const m = APACHE_MODULES;
   const htpasswd = site.htpasswd ?? path.join(site.root, 'htpasswd');
@@ -563,6 +578,17 @@ ${withStatus ? `
 <Location /server-status>
     SetHandler server-status
 </Location>
+` : ''}${withProxy && site.backendPorts !== undefined ? `
+# proxy-balancer: three backends behind mod_proxy_balancer (byrequests)
+LoadModule proxy_module ${m}/mod_proxy.so
+LoadModule proxy_http_module ${m}/mod_proxy_http.so
+LoadModule proxy_balancer_module ${m}/mod_proxy_balancer.so
+LoadModule slotmem_shm_module ${m}/mod_slotmem_shm.so
+LoadModule lbmethod_byrequests_module ${m}/mod_lbmethod_byrequests.so
+<Proxy balancer://bench>
+${site.backendPorts.map((p) => `    BalancerMember http://127.0.0.1:${p}`).join('\n')}
+</Proxy>
+ProxyPass /balanced balancer://bench
 ` : ''}`;
 }
 
