@@ -69,7 +69,12 @@ export function canonHelpers(api: ProxyApi): {
   encodePath(r: Request, path: string): string | undefined;
 } {
   return {
-    netloc: (url, port) => api.canonNetloc(url, port),
+    netloc: (url, port) => {
+      const n = api.canonNetloc(url, port);
+      // httpd's ap_proxy_canon_netloc leaves the path after its '/'.
+      if (typeof n === 'string') return n;
+      return { host: n.host, port: n.port, rest: n.rest.startsWith('/') ? n.rest.slice(1) : n.rest };
+    },
     encodePath: (r, path) => canonPath(api, r, path),
   };
 }
