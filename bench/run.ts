@@ -34,6 +34,7 @@ import {
 } from './site.js';
 import { ALL_TLS_SCENARIOS, runTlsBench, stopTlsChildren, type TlsRow, type TlsScenarioName } from './tls.js';
 import { ALL_H2_SCENARIOS, runH2Bench, stopH2Children, type H2Row, type H2ScenarioName } from './h2.js';
+import { startFpm } from './php-fpm.js';
 
 // ---------------------------------------------------------------- paths
 
@@ -87,7 +88,7 @@ function serverLabel(name: ServerName, opts: Options): string {
 const USAGE = `usage: npm run bench -- [options]
   --servers LIST       apache,plume,plume-workers,nginx,bare
                        (default: all; nginx only if installed)
-  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k,ssi,cgi,proxy-balancer,
+  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k,ssi,cgi,proxy-balancer,php-fpm,
                        tls-1k,tls-handshake (bench/tls.ts: Apache and plume only, after the others),
                        h2-1k (bench/h2.ts: h2load, 100 streams per connection; Apache and plume only)
                        (default: all)
@@ -1466,6 +1467,18 @@ async function main(): Promise<void> {
   /** Apache's answer to each scenario's check, for comparing plume's 404 page with */
   const apacheAnswers = new Map<ScenarioName, Verified>();
 
+  if (opts.scenarios.includes('php-fpm')) {
+    try {
+      const pool = await startFpm(path.join(site.root, 'php-fpm'), await freePort(), Math.max(4, 2 * cpuCount()));
+      track(pool.child);
+      site.fpmPort = pool.port;
+      write(`php-fpm: ${pool.binary}, one pool on 127.0.0.1:${pool.port} for every server`);
+    } catch (e) {
+      const why = e instanceof Error ? e.message : String(e);
+      for (const name of opts.servers) skipped[`${serverLabel(name, opts)} php-fpm`] = why;
+      write(`php-fpm: ${why}`);
+    }
+  }
   if (opts.scenarios.includes('server-status') && opts.servers.some(isPlume)) {
     plumeNoStatus = probeStatusModule(site, opts);
     if (plumeNoStatus !== null) {
@@ -1473,13 +1486,13 @@ async function main(): Promise<void> {
       write(`plume server-status: ${plumeNoStatus}`);
     }
   }
-  if (opts.scenarios.includes('proxy-balancer')) {
-    await startBackends(site, opts);
+  if (opts.scenarios.includes('proxy-balancer')) await startBackends(site, opts);
+  if (opts.scenarios.includes('proxy-balancer') || (opts.scenarios.includes('php-fpm') && site.fpmPort !== null)) {
     if (opts.servers.some(isPlume)) {
       plumeNoProxy = probeProxyModules(site, opts);
       if (plumeNoProxy !== null) {
-        for (const name of opts.servers.filter(isPlume)) skipped[`${serverLabel(name, opts)} proxy-balancer`] = plumeNoProxy;
-        write(`plume proxy-balancer: ${plumeNoProxy}`);
+        for (const name of opts.servers.filter(isPlume)) for (const sc of ['proxy-balancer', 'php-fpm']) if (opts.scenarios.includes(sc as ScenarioName)) skipped[`${serverLabel(name, opts)} ${sc}`] = plumeNoProxy;
+        write(`plume proxy-balancer/php-fpm: ${plumeNoProxy}`);
       }
     }
   }
@@ -1504,7 +1517,7 @@ async function main(): Promise<void> {
   const casesOf = (name: ServerName): { sc: Scenario; conns: number }[] =>
     opts.scenarios
       .map((s) => SCENARIOS[s])
-      .filter((sc) => runsScenario(sc, name) && !(sc.name === 'server-status' && isPlume(name) && plumeNoStatus !== null) && !(sc.name === 'proxy-balancer' && isPlume(name) && plumeNoProxy !== null))
+      .filter((sc) => runsScenario(sc, name) && !(sc.name === 'server-status' && isPlume(name) && plumeNoStatus !== null) && !(sc.name === 'proxy-balancer' && isPlume(name) && plumeNoProxy !== null) && !(sc.name === 'php-fpm' && (site!.fpmPort === null || (isPlume(name) && plumeNoProxy !== null))))
       .flatMap((sc) => opts.connections.map((c) => ({ sc, conns: c })));
   const perCase = 3 + opts.warmupS + opts.runs * (opts.durationS + 1);
   // plume's cases wait 1 s more after the run (its RSS once idle again).

@@ -13,7 +13,7 @@ const APACHE_HTPASSWD = '/usr/bin/htpasswd';
 // ---------------------------------------------------------------- servers and scenarios
 
 export type ServerName = 'apache' | 'plume' | 'plume-workers' | 'nginx' | 'bare';
-export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'if-header' | 'server-status' | 'conn-per-request' | 'gzip-100k' | 'ssi' | 'cgi' | 'proxy-balancer';
+export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'if-header' | 'server-status' | 'conn-per-request' | 'gzip-100k' | 'ssi' | 'cgi' | 'proxy-balancer' | 'php-fpm';
 
 export const ALL_SERVERS: readonly ServerName[] = ['apache', 'plume', 'plume-workers', 'nginx', 'bare'];
 
@@ -56,6 +56,8 @@ export const SSI_PAGE = `<!DOCTYPE html>
 `;
 /** What each included part says. */
 export const SSI_PARTS = ['ssi-part-one', 'ssi-part-two', 'ssi-part-three'];
+/** What the `php-fpm` scenario's PHP script prints. */
+export const PHP_BODY = 'hello from PHP-FPM';
 
 /** What the `cgi` scenario's script prints. */
 export const CGI_BODY = 'hello from a CGI script';
@@ -269,10 +271,23 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     bodyHas: {},
     description: 'reverse proxy through balancer://bench (mod_proxy_balancer, byrequests) to three bare Node backends serving the same 1 KB file, keep-alive',
   },
+  'php-fpm': {
+    name: 'php-fpm',
+    urlPath: '/php/hello.php',
+    status: 200,
+    file: null,
+    contentType: 'text/html',
+    headers: {},
+    skip: ['nginx', 'bare'],
+    notEquivalent: {},
+    sameAsApache: false,
+    bodyHas: { apache: [PHP_BODY], plume: [PHP_BODY], 'plume-workers': [PHP_BODY] },
+    description: "a tiny PHP script through Debian's PHP-FPM (mod_proxy_fcgi, SetHandler proxy:fcgi://; one pool, started by the run, for every server), keep-alive",
+  },
 };
 
 /** In the order of the report (not Object.keys: '404' would sort first as an integer key). */
-export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'if-header', 'server-status', 'conn-per-request', 'gzip-100k', 'ssi', 'cgi', 'proxy-balancer'];
+export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'if-header', 'server-status', 'conn-per-request', 'gzip-100k', 'ssi', 'cgi', 'proxy-balancer', 'php-fpm'];
 
 /** Whether `server` takes part in `sc`. */
 export function runsScenario(sc: Scenario, server: ServerName): boolean {
@@ -348,6 +363,9 @@ export interface Site {
   htpasswdNote: string;
   /** the three backends of the `proxy-balancer` scenario (bare Node servers of htdocs), once started */
   backendPorts?: number[];
+  /** the PHP-FPM pool of the `php-fpm` scenario (127.0.0.1:port), set by bench/run.ts once it
+   *  runs; null: no PHP-FPM, the scenario's lines are left out of httpd.conf */
+  fpmPort: number | null;
 }
 
 /**
@@ -429,6 +447,9 @@ export function makeSite(plumeBin: string, withAuth: boolean): Site {
   // cgi: a shell script outside the document root, run through ScriptAlias
   fs.mkdirSync(path.join(root, 'cgi-bin'), { mode: 0o755 });
   fs.writeFileSync(path.join(root, 'cgi-bin/hello.cgi'), `#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n${CGI_BODY}\\n'\n`, { mode: 0o755 });
+  // php-fpm: a tiny PHP script, served through PHP-FPM
+  dir('php');
+  file('php/hello.php', `<?php echo '${PHP_BODY}', "\\n";\n`);
   const mimeTypes = path.join(root, 'mime.types');
   fs.writeFileSync(mimeTypes, 'text/html\t\t\t\thtml htm\napplication/octet-stream\t\tbin\n', { mode: 0o644 });
   let htpasswd: string | null = null;
@@ -442,7 +463,7 @@ export function makeSite(plumeBin: string, withAuth: boolean): Site {
       htpasswdNote = `cannot make the password file: ${e instanceof Error ? e.message : String(e)}`;
     }
   }
-  return { root, htdocs, mimeTypes, htpasswd, htpasswdNote };
+  return { root, htdocs, mimeTypes, htpasswd, htpasswdNote, fpmPort: null };
 }
 
 /** The expected body of each scenario that has one. */
@@ -499,6 +520,7 @@ LoadModule rewrite_module ${m}/mod_rewrite.so
 LoadModule alias_module ${m}/mod_alias.so
 LoadModule cgi_module ${m}/mod_cgi.so
 LoadModule include_module ${m}/mod_include.so
+${!withProxy || site.fpmPort === null ? '# (no PHP-FPM, or a plume without mod_proxy: no proxy_fcgi_module)' : `${site.backendPorts === undefined ? `LoadModule proxy_module ${m}/mod_proxy.so\n` : ''}LoadModule proxy_fcgi_module ${m}/mod_proxy_fcgi.so`}
 ${withStatus ? `LoadModule status_module ${m}/mod_status.so` : '# (no status_module: this plume has no mod_status)'}
 
 ServerName 127.0.0.1
@@ -556,6 +578,13 @@ ScriptAlias /cgi-bin/ "${site.root}/cgi-bin/"
     Require all granted
 </Directory>
 
+${!withProxy || site.fpmPort === null ? '' : `# php-fpm: PHP through PHP-FPM's pool on 127.0.0.1:${site.fpmPort}
+<Directory "${site.htdocs}/php">
+    <FilesMatch "\\.php$">
+        SetHandler "proxy:fcgi://127.0.0.1:${site.fpmPort}"
+    </FilesMatch>
+</Directory>
+`}
 # htaccess3: d1, d1/d2 and d1/d2/d3 each hold a .htaccess
 <Directory "${site.htdocs}/d1">
     AllowOverride All
