@@ -25,6 +25,9 @@ import env from './metadata/mod_env.js';
 import setenvif from './metadata/mod_setenvif.js';
 import headers from './metadata/mod_headers.js';
 import remoteip from './metadata/mod_remoteip.js';
+import proxy from './proxy/mod_proxy/index.js';
+import proxyHttp from './proxy/mod_proxy_http.js';
+import proxyWstunnel from './proxy/mod_proxy_wstunnel.js';
 import alias from './mappers/mod_alias.js';
 import rewrite from './mappers/mod_rewrite/index.js';
 import actions from './mappers/mod_actions.js';
@@ -91,7 +94,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(lbmethodByrequests), h(lbmethodBytraffic), h(lbmethodBybusyness), h(lbmethodHeartbeat), h(buffer), h(data), h(ratelimit), h(proxyBalancer), h(reqtimeout), h(ssl), h(filter), h(reflector), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(echo), h(logDebug), h(mime), h(http2), h(status), h(info), h(autoindex), h(asis), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(speling), h(userdir), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(usertrack), h(uniqueId), h(remoteip),
+  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(lbmethodByrequests), h(lbmethodBytraffic), h(lbmethodBybusyness), h(lbmethodHeartbeat), h(buffer), h(data), h(ratelimit), h(proxyBalancer), h(reqtimeout), h(ssl), h(filter), h(reflector), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(echo), h(logDebug), h(mime), h(http2), h(status), h(info), h(autoindex), h(asis), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(speling), h(userdir), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(usertrack), h(uniqueId), h(remoteip), h(proxy), h(proxyHttp), h(proxyWstunnel),
   h(proxyFcgi), h(proxyScgi), h(proxyUwsgi),
   h(caseFilter), h(caseFilterIn),
 ];

@@ -45,6 +45,8 @@ export const OR_INDEXES = 16;
 export const OR_UNSET = 32;
 export const ACCESS_CONF = 64;
 export const RSRC_CONF = 128;
+/** Allowed inside <Proxy> / <ProxyMatch> sections only (httpd's PROXY_CONF). */
+export const PROXY_CONF = 2048;
 export const EXEC_ON_READ = 256;
 export const NONFATAL_OVERRIDE = 512;
 export const NONFATAL_UNKNOWN = 1024;

@@ -160,6 +160,10 @@ function flushTurnOutput(): void {
   list.length = 0;
 }
 
+/** The client's byte stream handed to a tunnel (ConnRec.detach). */
+export type { RawStream } from '../request/request.js';
+import type { RawStream } from '../request/request.js';
+
 export class HttpConnection implements ConnRec, Wire, SwitchableConn {
   readonly id = nextConnId++;
   readonly remoteIp: string;
@@ -294,6 +298,36 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
   switchedTo(protocol: string, graceful: () => void): void {
     this.switched = protocol;
     this.onGraceful = graceful;
+  }
+
+  /** A tunnel's reader once detach() handed the stream over (mod_proxy's Upgrade). */
+  private tunnelReader: ((d: Buffer) => void) | null = null;
+
+  detach(): RawStream {
+    this.dropTimer();
+    const head = this.buf;
+    this.buf = EMPTY;
+    this.keepAlive = false;
+    const sock = this.socket;
+    let queued: Buffer[] = [];
+    this.tunnelReader = (d) => { queued.push(d); };
+    return {
+      head,
+      write: (d) => { this.bytesOut += d.length; return sock.write(d); },
+      end: () => { sock.end(); },
+      destroy: () => { sock.destroy(); },
+      pause: () => { sock.pause(); },
+      resume: () => { sock.resume(); },
+      onData: (fn) => {
+        const q = queued; queued = [];
+        this.tunnelReader = (d) => { this.bytesIn += d.length; fn(d); };
+        for (const d of q) fn(d);
+      },
+      onEnd: (fn) => { sock.on('end', fn); },
+      onClose: (fn) => { sock.on('close', fn); },
+      onDrain: (fn) => { sock.on('drain', fn); },
+      get destroyed() { return sock.destroyed; },
+    };
   }
 
   // ---- process model (src/mpm/worker.ts) ----------------------------------------------------
@@ -506,6 +540,7 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
 
   // ---- reading requests -----------------------------------------------------------------
   private onData(d: Buffer): void {
+    if (this.tunnelReader !== null) { this.tunnelReader(d); return; }
     noteRead();
     try { this.received(d); } finally { readDone(); }
   }

@@ -241,11 +241,13 @@ function writeHead(r: Request): void {
   if (r.headerOnly && out.get('Content-Length') === '0') out.unset('Content-Length');
   const line = r.statusLine && r.statusLine.startsWith(String(status) + ' ') ? r.statusLine : statusLine(status);
   const server = out.get('Server');
+  // A proxied response keeps the origin's Date (httpd's basic_http_header for r->proxyreq).
+  const proxyDate = r.proxyreq !== 0 ? out.get('Date') : undefined;
   // Concatenated, not joined: the wire copies the pieces straight into the bytes it sends
   // (cheaper than making one flat string first).
   // Date is the request's time, as httpd's basic_http_header has it (so an Expires computed
   // from the request time is exactly max-age after Date).
-  let head = proto + ' ' + line + '\r\nDate: ' + httpDate(r.requestTime > 0 ? r.requestTime : Date.now()) + '\r\nServer: ' + (server ?? serverBanner(globals(r.rt.ctx).serverTokens)) + '\r\n';
+  let head = proto + ' ' + line + '\r\nDate: ' + (proxyDate ?? httpDate(r.requestTime > 0 ? r.requestTime : Date.now())) + '\r\nServer: ' + (server ?? serverBanner(globals(r.rt.ctx).serverTokens)) + '\r\n';
   out.forEach((name, value, key) => {
     if (key === 'date' || key === 'server') return;
     head += name + ': ' + value + '\r\n';
@@ -533,6 +535,7 @@ function generatedPage(status: number, r: Request, location: string | undefined,
     errorNotes: r.notes.get('error-notes'), escape: escapeHtml,
     expect: status === 417 ? r.headersIn.get('Expect') : undefined,
     variantList: r.notes.get('variant-list'),
+    verboseErrorTo: r.notes.get('verbose-error-to'),
   });
   if (recursiveError) {
     body += `<p>Additionally, a ${statusLine(recursiveError)}\nerror was encountered while trying to use an ErrorDocument to handle the request.</p>\n`;

@@ -38,6 +38,8 @@ export interface CannedContext {
   escape: (s: string) => string;
   /** The request's Expect header (for 417). */
   expect?: string | undefined;
+  /** The "verbose-error-to" note ("*": error-notes are safe to show on a 500 page). */
+  verboseErrorTo?: string | undefined;
   /** The "variant-list" note mod_negotiation leaves (for 300 and 406). */
   variantList?: string | undefined;
 }
@@ -137,6 +139,8 @@ export function cannedError(status: number, c: CannedContext): string {
     case 511:
       return '<p>The client needs to authenticate to gain\nnetwork access.</p>\n';
     default:
+      // error-notes marked safe for anyone ("verbose-error-to" "*", as mod_proxy's) replace the text.
+      if (c.errorNotes !== undefined && c.verboseErrorTo === '*') return c.errorNotes + '<p />\n';
       return ADMIN_500(c);
   }
 }

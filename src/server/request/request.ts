@@ -42,6 +42,22 @@ export interface ExplainTrace {
   record<K extends keyof TraceEvents>(kind: K, event: TraceEvents[K]): void;
 }
 
+/** A connection's raw byte stream, taken over from HTTP by a tunnel (mod_proxy's Upgrade). */
+export interface RawStream {
+  /** What the client sent beyond the current request. */
+  readonly head: Buffer;
+  write(d: Buffer): boolean;
+  end(): void;
+  destroy(): void;
+  pause(): void;
+  resume(): void;
+  onData(fn: (d: Buffer) => void): void;
+  onEnd(fn: () => void): void;
+  onClose(fn: () => void): void;
+  onDrain(fn: () => void): void;
+  readonly destroyed: boolean;
+}
+
 export interface ConnRec {
   readonly id: number;
   /** The socket under the connection. */
@@ -69,6 +85,9 @@ export interface ConnRec {
   /** The connection this one runs on (httpd's c->master): an HTTP/2 stream's is the TLS or
    *  TCP connection of its session; absent for a primary connection. */
   readonly master?: ConnRec;
+  /** Stops serving HTTP on the connection and hands its byte stream over (an HTTP/1.1
+   *  connection only; absent where a tunnel cannot be made, as over HTTP/2). */
+  detach?(): RawStream;
 }
 
 /** The request body, read on demand (httpd's input filter chain reduced to what HTTP needs). */

@@ -92,6 +92,14 @@ function finishWalk(rt: Runtime, from: Merged, now: Merged | null): Merged {
   return now ? mergeStep(rt, from, now, '(' + now.key + ')', now.vec) : from;
 }
 
+/** Merges the given sections (each an object with an id and a vector: mod_proxy's <Proxy>
+ *  sections, as httpd's proxy_walk) onto `from`, with the walks' merge cache. */
+export function sectionsWalk(rt: Runtime, from: Merged, secs: readonly { readonly id: number; readonly vector: unknown[] }[]): Merged {
+  let now: Merged | null = null;
+  for (const sec of secs) now = addToWalk(rt, now, sec, 'P' + sec.id, sec.vector);
+  return finishWalk(rt, from, now);
+}
+
 // ---- <Location> ------------------------------------------------------------------------
 /** `uri` is tested by a <LocationMatch> regex as it is, by the others with its slashes
  *  merged (`merged`, the same string unless MergeSlashes Off left "//" in it). */

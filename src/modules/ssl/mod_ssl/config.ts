@@ -132,6 +132,8 @@ export interface SslServerConfig {
 
 /** The per-directory record (SSLDirConfigRec). */
 export interface SslDirConfig {
+  /** SSLProxy* given in a <Proxy> section (over the server's). */
+  proxy: Partial<SslProxyConfig> | undefined;
   requireSsl: boolean | undefined;
   /** SSLRequire expressions, in order (all must hold). */
   requires: readonly SslRequire[];
@@ -249,7 +251,7 @@ export function mergeServerConfig(base: Readonly<SslServerConfig>, add: Readonly
 
 export function createDirConfig(): SslDirConfig {
   return {
-    requireSsl: undefined, requires: [], options: OPT_RELSET, optionsAdd: 0, optionsDel: 0,
+    proxy: undefined, requireSsl: undefined, requires: [], options: OPT_RELSET, optionsAdd: 0, optionsDel: 0,
     cipherSuite: undefined, verifyClient: undefined, verifyDepth: undefined, userName: undefined, renegBufferSize: undefined,
   };
 }
@@ -268,6 +270,7 @@ export function mergeDirConfig(base: Readonly<SslDirConfig>, add: Readonly<SslDi
     optionsDel = add.optionsDel;
   }
   return {
+    proxy: add.proxy === undefined ? base.proxy : base.proxy === undefined ? add.proxy : { ...base.proxy, ...add.proxy },
     requireSsl: pick(add.requireSsl, base.requireSsl),
     requires: [...base.requires, ...add.requires],
     options, optionsAdd, optionsDel,

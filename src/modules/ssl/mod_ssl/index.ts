@@ -6,7 +6,7 @@
 
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
-import { defineModule, directive, MODULE_API_VERSION, RSRC_CONF, OR_AUTHCFG, OR_OPTIONS, OR_ALL, HOOK_REALLY_FIRST, HOOK_MIDDLE } from '../../../server/module.js';
+import { defineModule, directive, MODULE_API_VERSION, RSRC_CONF, PROXY_CONF, OR_AUTHCFG, OR_OPTIONS, OR_ALL, HOOK_REALLY_FIRST, HOOK_MIDDLE } from '../../../server/module.js';
 import type { ConfigContext } from '../../../server/config/context.js';
 import type { Request, ConnRec } from '../../../server/request/request.js';
 import type { ServerRec } from '../../../server/server-rec.js';
@@ -81,11 +81,16 @@ const dirInto = (set: (cmd: Cmd, path: string) => void): H1 => (cmd, a) => {
   return undefined;
 };
 const proxyFlag = (k: 'engine' | 'checkPeerExpire' | 'checkPeerCn' | 'checkPeerName') => (cmd: Cmd, on: boolean): undefined => {
-  cmd.srv.proxy[k] = on;
+  setProxy(cmd, k, on);
   return undefined;
 };
+/** An SSLProxy* setting: the server's, or inside <Proxy> that section's (httpd keeps them per
+ *  directory since 2.4.30 and uses the worker's <Proxy> section). */
 function setProxy<K extends keyof SslProxyConfig>(cmd: Cmd, k: K, v: SslProxyConfig[K]): void {
-  cmd.srv.proxy[k] = v;
+  const p = cmd.scope.parents;
+  const inProxy = p.length > 0 && (p[p.length - 1] === '<Proxy' || p[p.length - 1] === '<ProxyMatch');
+  if (inProxy) cmd.dir.proxy = { ...(cmd.dir.proxy ?? {}), [k]: v };
+  else cmd.srv.proxy[k] = v;
 }
 
 function sslEngine(cmd: Cmd, a: string): string | undefined {
@@ -117,14 +122,14 @@ function sslCipherSuite(cmd: Cmd, a: string, b: string | undefined, proxy = fals
   if (b !== undefined) { proto = a; list = b; }
   if (proto === 'SSL') {
     const full = `${list}:!aNULL:!eNULL:!EXP`;
-    if (proxy) cmd.srv.proxy.cipherSuite = full;
+    if (proxy) setProxy(cmd, 'cipherSuite', full);
     else if (cmd.path !== undefined) cmd.dir.cipherSuite = full;
     else cmd.srv.cipherSuite = full;
     return undefined;
   }
   if (proto === 'TLSv1.3') {
     if (cmd.path !== undefined && !proxy) return 'TLSv1.3 ciphers cannot be set inside a directory context';
-    if (proxy) cmd.srv.proxy.tls13Ciphers = list;
+    if (proxy) setProxy(cmd, 'tls13Ciphers', list);
     else cmd.srv.tls13Ciphers = list;
     return undefined;
   }
@@ -288,14 +293,14 @@ function sslProtocol(cmd: Cmd, raw: string): string | undefined {
 function sslProxyProtocol(cmd: Cmd, raw: string): string | undefined {
   const p = parseProtocol(cmd, raw);
   if (typeof p === 'string') return p;
-  cmd.srv.proxy.protocol = p;
+  setProxy(cmd, 'protocol', p);
   return undefined;
 }
 
 function sslProxyVerify(cmd: Cmd, a: string): string | undefined {
   const m = parseVerify(cmd, a);
   if (m !== 'none' && m !== 'optional' && m !== 'require' && m !== 'optional_no_ca') return m;
-  cmd.srv.proxy.verify = m;
+  setProxy(cmd, 'verify', m);
   return undefined;
 }
 
@@ -521,32 +526,32 @@ const self = defineModule<S, D>({
     directive<S, D, 'TAKE1'>({ name: 'SSLVHostSNIPolicy', args: 'TAKE1', where: SRV, help: 'SSL VirtualHost SNI compatibility policy setting', handler: sslVHostSniPolicy }),
     directive<S, D, 'FLAG'>({ name: 'SSLStrictSNIVHostCheck', args: 'FLAG', where: SRV, help: 'Strict SNI virtual host checking', handler: (cmd, on) => { cmd.srv.strictSni = on; return undefined; } }),
     // ---- the proxy side (SSL_CMD_PXY) ----
-    directive<S, D, 'FLAG'>({ name: 'SSLProxyEngine', args: 'FLAG', where: SRV, help: "SSL switch for the proxy protocol engine ('on', 'off')", handler: proxyFlag('engine') }),
-    directive<S, D, 'RAW_ARGS'>({ name: 'SSLProxyProtocol', args: 'RAW_ARGS', where: SRV, help: "SSL Proxy: enable or disable SSL protocol flavors ('[+-][TLSv1|TLSv1.1|TLSv1.2] ...' - see manual)", handler: sslProxyProtocol }),
-    directive<S, D, 'TAKE12'>({ name: 'SSLProxyCipherSuite', args: 'TAKE12', where: SRV, help: "SSL Proxy: colon-delimited list of permitted SSL ciphers , optionally preceded by protocol specifier ('XXX:...:XXX' - see manual)", handler: (cmd, a, b) => sslCipherSuite(cmd, a, b, true) }),
-    directive<S, D, 'TAKE1'>({ name: 'SSLProxyVerify', args: 'TAKE1', where: SRV, help: "SSL Proxy: whether to verify the remote certificate ('on' or 'off')", handler: sslProxyVerify }),
-    directive<S, D, 'TAKE1'>({ name: 'SSLProxyVerifyDepth', args: 'TAKE1', where: SRV, help: "SSL Proxy: maximum certificate verification depth ('N' - number of intermediate certificates)", handler: (cmd, a) => {
+    directive<S, D, 'FLAG'>({ name: 'SSLProxyEngine', args: 'FLAG', where: SRV | PROXY_CONF, help: "SSL switch for the proxy protocol engine ('on', 'off')", handler: proxyFlag('engine') }),
+    directive<S, D, 'RAW_ARGS'>({ name: 'SSLProxyProtocol', args: 'RAW_ARGS', where: SRV | PROXY_CONF, help: "SSL Proxy: enable or disable SSL protocol flavors ('[+-][TLSv1|TLSv1.1|TLSv1.2] ...' - see manual)", handler: sslProxyProtocol }),
+    directive<S, D, 'TAKE12'>({ name: 'SSLProxyCipherSuite', args: 'TAKE12', where: SRV | PROXY_CONF, help: "SSL Proxy: colon-delimited list of permitted SSL ciphers , optionally preceded by protocol specifier ('XXX:...:XXX' - see manual)", handler: (cmd, a, b) => sslCipherSuite(cmd, a, b, true) }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLProxyVerify', args: 'TAKE1', where: SRV | PROXY_CONF, help: "SSL Proxy: whether to verify the remote certificate ('on' or 'off')", handler: sslProxyVerify }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLProxyVerifyDepth', args: 'TAKE1', where: SRV | PROXY_CONF, help: "SSL Proxy: maximum certificate verification depth ('N' - number of intermediate certificates)", handler: (cmd, a) => {
       const d = parseDepth(cmd, a);
       if (typeof d === 'string') return d;
-      cmd.srv.proxy.verifyDepth = d;
+      setProxy(cmd, 'verifyDepth', d);
       return undefined;
     } }),
-    directive<S, D, 'TAKE1'>({ name: 'SSLProxyCACertificateFile', args: 'TAKE1', where: SRV, help: "SSL Proxy: file containing server certificates ('/path/to/file' - PEM encoded certificates)", handler: fileInto((cmd, p) => setProxy(cmd, 'caFile', p)) }),
-    directive<S, D, 'TAKE1'>({ name: 'SSLProxyCACertificatePath', args: 'TAKE1', where: SRV, help: "SSL Proxy: directory containing server certificates ('/path/to/dir' - contains PEM encoded certificates)", handler: dirInto((cmd, p) => setProxy(cmd, 'caPath', p)) }),
-    directive<S, D, 'TAKE1'>({ name: 'SSLProxyCARevocationPath', args: 'TAKE1', where: SRV, help: "SSL Proxy: CA Certificate Revocation List (CRL) path ('/path/to/dir' - contains PEM encoded files)", handler: dirInto((cmd, p) => setProxy(cmd, 'crlPath', p)) }),
-    directive<S, D, 'TAKE1'>({ name: 'SSLProxyCARevocationFile', args: 'TAKE1', where: SRV, help: "SSL Proxy: CA Certificate Revocation List (CRL) file ('/path/to/file' - PEM encoded)", handler: fileInto((cmd, p) => setProxy(cmd, 'crlFile', p)) }),
-    directive<S, D, 'RAW_ARGS'>({ name: 'SSLProxyCARevocationCheck', args: 'RAW_ARGS', where: SRV, help: 'SSL Proxy: CA Certificate Revocation List (CRL) checking mode', handler: (cmd, raw) => {
+    directive<S, D, 'TAKE1'>({ name: 'SSLProxyCACertificateFile', args: 'TAKE1', where: SRV | PROXY_CONF, help: "SSL Proxy: file containing server certificates ('/path/to/file' - PEM encoded certificates)", handler: fileInto((cmd, p) => setProxy(cmd, 'caFile', p)) }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLProxyCACertificatePath', args: 'TAKE1', where: SRV | PROXY_CONF, help: "SSL Proxy: directory containing server certificates ('/path/to/dir' - contains PEM encoded certificates)", handler: dirInto((cmd, p) => setProxy(cmd, 'caPath', p)) }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLProxyCARevocationPath', args: 'TAKE1', where: SRV | PROXY_CONF, help: "SSL Proxy: CA Certificate Revocation List (CRL) path ('/path/to/dir' - contains PEM encoded files)", handler: dirInto((cmd, p) => setProxy(cmd, 'crlPath', p)) }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLProxyCARevocationFile', args: 'TAKE1', where: SRV | PROXY_CONF, help: "SSL Proxy: CA Certificate Revocation List (CRL) file ('/path/to/file' - PEM encoded)", handler: fileInto((cmd, p) => setProxy(cmd, 'crlFile', p)) }),
+    directive<S, D, 'RAW_ARGS'>({ name: 'SSLProxyCARevocationCheck', args: 'RAW_ARGS', where: SRV | PROXY_CONF, help: 'SSL Proxy: CA Certificate Revocation List (CRL) checking mode', handler: (cmd, raw) => {
       const c = parseCrlCheck(cmd, raw);
       if (typeof c === 'string') return c;
-      cmd.srv.proxy.crlCheck = c;
+      setProxy(cmd, 'crlCheck', c);
       return undefined;
     } }),
-    directive<S, D, 'TAKE1'>({ name: 'SSLProxyMachineCertificateFile', args: 'TAKE1', where: SRV, help: "SSL Proxy: file containing client certificates ('/path/to/file' - PEM encoded certificates)", handler: fileInto((cmd, p) => setProxy(cmd, 'machineCertFile', p)) }),
-    directive<S, D, 'TAKE1'>({ name: 'SSLProxyMachineCertificatePath', args: 'TAKE1', where: SRV, help: "SSL Proxy: directory containing client certificates ('/path/to/dir' - contains PEM encoded certificates)", handler: dirInto((cmd, p) => setProxy(cmd, 'machineCertPath', p)) }),
-    directive<S, D, 'TAKE1'>({ name: 'SSLProxyMachineCertificateChainFile', args: 'TAKE1', where: SRV, help: 'SSL Proxy: file containing issuing certificates of the client certificate (`/path/to/file\' - PEM encoded certificates)', handler: fileInto((cmd, p) => setProxy(cmd, 'machineChainFile', p)) }),
-    directive<S, D, 'FLAG'>({ name: 'SSLProxyCheckPeerExpire', args: 'FLAG', where: SRV, help: "SSL Proxy: check the peer certificate's expiration date", handler: proxyFlag('checkPeerExpire') }),
-    directive<S, D, 'FLAG'>({ name: 'SSLProxyCheckPeerCN', args: 'FLAG', where: SRV, help: "SSL Proxy: check the peer certificate's CN", handler: proxyFlag('checkPeerCn') }),
-    directive<S, D, 'FLAG'>({ name: 'SSLProxyCheckPeerName', args: 'FLAG', where: SRV, help: "SSL Proxy: check the peer certificate's name (must be present in subjectAltName extension or CN", handler: proxyFlag('checkPeerName') }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLProxyMachineCertificateFile', args: 'TAKE1', where: SRV | PROXY_CONF, help: "SSL Proxy: file containing client certificates ('/path/to/file' - PEM encoded certificates)", handler: fileInto((cmd, p) => setProxy(cmd, 'machineCertFile', p)) }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLProxyMachineCertificatePath', args: 'TAKE1', where: SRV | PROXY_CONF, help: "SSL Proxy: directory containing client certificates ('/path/to/dir' - contains PEM encoded certificates)", handler: dirInto((cmd, p) => setProxy(cmd, 'machineCertPath', p)) }),
+    directive<S, D, 'TAKE1'>({ name: 'SSLProxyMachineCertificateChainFile', args: 'TAKE1', where: SRV | PROXY_CONF, help: 'SSL Proxy: file containing issuing certificates of the client certificate (`/path/to/file\' - PEM encoded certificates)', handler: fileInto((cmd, p) => setProxy(cmd, 'machineChainFile', p)) }),
+    directive<S, D, 'FLAG'>({ name: 'SSLProxyCheckPeerExpire', args: 'FLAG', where: SRV | PROXY_CONF, help: "SSL Proxy: check the peer certificate's expiration date", handler: proxyFlag('checkPeerExpire') }),
+    directive<S, D, 'FLAG'>({ name: 'SSLProxyCheckPeerCN', args: 'FLAG', where: SRV | PROXY_CONF, help: "SSL Proxy: check the peer certificate's CN", handler: proxyFlag('checkPeerCn') }),
+    directive<S, D, 'FLAG'>({ name: 'SSLProxyCheckPeerName', args: 'FLAG', where: SRV | PROXY_CONF, help: "SSL Proxy: check the peer certificate's name (must be present in subjectAltName extension or CN", handler: proxyFlag('checkPeerName') }),
     // ---- per directory ----
     directive<S, D, 'RAW_ARGS'>({ name: 'SSLOptions', args: 'RAW_ARGS', where: OR_OPTIONS, help: "Set one or more options to configure the SSL engine('[+-]option[=value] ...' - see manual)", handler: (cmd, raw) => parseOptions(cmd.dir, raw) }),
     directive<S, D, 'NO_ARGS'>({ name: 'SSLRequireSSL', args: 'NO_ARGS', where: OR_AUTHCFG, help: 'Require the SSL protocol for the per-directory context (no arguments)', handler: (cmd) => { cmd.dir.requireSsl = true; return undefined; } }),
@@ -599,7 +604,7 @@ const self = defineModule<S, D>({
   providers: [
     { group: 'connection_layer', name: 'ssl', version: '0', provider: layerProvider },
     { group: 'expr', name: 'ssl', version: '0', provider: makeExprProvider((r, n) => requestSslVar(r, n), conn) },
-    { group: 'ssl_proxy', name: 'ssl', version: '0', provider: makeProxyProvider((s): SslProxyConfig | undefined => proxyConfigOf(s)) },
+    { group: 'ssl_proxy', name: 'ssl', version: '0', provider: makeProxyProvider((s): SslProxyConfig | undefined => proxyConfigOf(s), (v): Partial<SslProxyConfig> | undefined => (v[self.index] as SslDirConfig | undefined)?.proxy) },
   ],
 });
 

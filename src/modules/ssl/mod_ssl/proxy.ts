@@ -25,8 +25,10 @@ export interface SslProxyProvider {
    * TLS over a connected socket to a backend named `host` (SNI unless an IP address, and the
    * name the certificate must match); resolves with the TLS socket once the handshake and the
    * peer checks pass, rejects with an SslProxyError otherwise (the socket is then closed).
+   * `perDir` is the request's per-directory vector (with the backend's <Proxy> section merged):
+   * SSLProxy* set there override the server's.
    */
-  connect(s: ServerRec, socket: net.Socket, host: string): Promise<tls.TLSSocket>;
+  connect(s: ServerRec, socket: net.Socket, host: string, perDir?: readonly unknown[]): Promise<tls.TLSSocket>;
 }
 
 declare module '../../../server/module.js' {
@@ -139,12 +141,24 @@ export function peerCheck(p: Readonly<SslProxyConfig>, sock: tls.TLSSocket, host
 }
 
 /** The provider for one configuration generation. */
-export function makeProxyProvider(conf: (s: ServerRec) => Readonly<SslProxyConfig> | undefined): SslProxyProvider {
+export function makeProxyProvider(conf: (s: ServerRec) => Readonly<SslProxyConfig> | undefined, dirConf?: (v: readonly unknown[]) => Partial<SslProxyConfig> | undefined): SslProxyProvider {
   const built = new WeakMap<Readonly<SslProxyConfig>, tls.ConnectionOptions>();
+  // The server's settings with a <Proxy> section's over them, made once per pair.
+  const mergedFor = new WeakMap<object, WeakMap<object, SslProxyConfig>>();
+  const effective = (s: ServerRec, perDir: readonly unknown[] | undefined): Readonly<SslProxyConfig> | undefined => {
+    const base = conf(s);
+    const over = perDir !== undefined && dirConf !== undefined ? dirConf(perDir) : undefined;
+    if (base === undefined || over === undefined) return base;
+    let m = mergedFor.get(base);
+    if (m === undefined) { m = new WeakMap(); mergedFor.set(base, m); }
+    let v = m.get(over);
+    if (v === undefined) { v = { ...base, ...over }; m.set(over, v); }
+    return v;
+  };
   return {
     enabled: (s) => conf(s)?.engine === true,
-    connect(s, socket, host) {
-      const p = conf(s);
+    connect(s, socket, host, perDir) {
+      const p = effective(s, perDir);
       if (p === undefined || p.engine !== true) return Promise.reject(new SslProxyError('AH00961: HTTPS: failed to enable ssl support (is mod_ssl loaded?)'));
       let opts = built.get(p);
       if (opts === undefined) { opts = proxyOptions(p); built.set(p, opts); }

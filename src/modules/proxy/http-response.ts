@@ -1,0 +1,120 @@
+// The backend side of HTTP/1.x for mod_proxy_http, without sockets: the status line check
+// (apr_date_checkmask "HTTP/#.# ###*"), the header lines as ap_proxy_read_headers takes them
+// (folding, ProxyBadHeader), the chunked body decoder of the backend's HTTP_IN, and the
+// dates ap_proxy_date_canon rewrites. Pure functions, so they can be fuzzed.
+
+import { parseHttpDate, toHttpDate } from '../../server/log/time.js';
+
+/** "HTTP/1.1 200 OK" → its parts; undefined when the line is not "HTTP/#.# ###*". */
+export function parseStatusLine(line: string): { major: number; minor: number; status: number; statusLine: string } | undefined {
+  if (!/^HTTP\/\d\.\d \d\d\d/.test(line)) return undefined;
+  const major = line.charCodeAt(5) - 48;
+  const minor = line.charCodeAt(7) - 48;
+  const status = Number(line.slice(9, 12));
+  // 2616 requires the space in Status-Line; httpd puts one back when the reason is missing.
+  const statusLine = line.length > 12 ? line.slice(9) : line.slice(9, 12) + ' ';
+  return { major, minor, status, statusLine };
+}
+
+export type BadHeaderPolicy = 'error' | 'ignore' | 'body';
+
+/** What one header line means: a field, a line to skip, the start of the body, or an error. */
+export type HeaderLineResult =
+  | { kind: 'field'; name: string; value: string }
+  | { kind: 'ignore' }
+  | { kind: 'body'; sawHeaders: boolean }
+  | { kind: 'error' };
+
+/** One (unfolded) header line of the backend's response, as ap_proxy_read_headers judges it. */
+export function headerLine(line: string, policy: BadHeaderPolicy, sawHeaders: boolean): HeaderLineResult {
+  const colon = line.indexOf(':');
+  if (colon < 0) {
+    if (!/^HTTP\/\d\.\d \d\d\d/.test(line)) {
+      if (policy === 'error') return { kind: 'error' };
+      if (policy === 'body') return { kind: 'body', sawHeaders };
+    }
+    return { kind: 'ignore' };
+  }
+  const name = line.slice(0, colon);
+  const value = line.slice(colon + 1).replace(/^[ \t\r\n\v\f]+/, '').replace(/[ \t\r\n\v\f]+$/, '');
+  return { kind: 'field', name, value };
+}
+
+/** ap_proxy_date_canon: an RFC 850 or asctime date in RFC 1123 form; anything else as is. */
+export function dateCanon(v: string): string {
+  const ms = parseHttpDate(v);
+  if (Number.isNaN(ms) || ms < 0) return v;
+  return toHttpDate(ms);
+}
+
+/** A streaming decoder of a chunked body: feed it bytes, it returns the data it found and
+ *  whether the last chunk (and trailer) ended; throws a ChunkError on bad framing. */
+export class ChunkError extends Error {}
+
+export class ChunkedDecoder {
+  private state: 'size' | 'data' | 'dataCrlf' | 'trailer' | 'done' = 'size';
+  private remaining = 0;
+  private line = '';
+  /** Trailer fields read after the last chunk. */
+  readonly trailers: [string, string][] = [];
+  get done(): boolean { return this.state === 'done'; }
+
+  /** Decodes `buf`; returns the data pieces and what was left over after the end (if done). */
+  push(buf: Buffer, maxLine = 8192): { data: Buffer[]; rest: Buffer | null } {
+    const data: Buffer[] = [];
+    let i = 0;
+    while (i < buf.length && this.state !== 'done') {
+      if (this.state === 'data') {
+        const n = Math.min(this.remaining, buf.length - i);
+        data.push(buf.subarray(i, i + n));
+        i += n;
+        this.remaining -= n;
+        if (this.remaining === 0) this.state = 'dataCrlf';
+        continue;
+      }
+      const nl = buf.indexOf(0x0a, i);
+      const end = nl < 0 ? buf.length : nl;
+      this.line += buf.toString('latin1', i, end);
+      if (this.line.length > maxLine) throw new ChunkError('chunk line too long');
+      i = nl < 0 ? buf.length : nl + 1;
+      if (nl < 0) break;
+      let line = this.line;
+      this.line = '';
+      if (line.endsWith('\r')) line = line.slice(0, -1);
+      if (this.state === 'dataCrlf') {
+        if (line !== '') throw new ChunkError('missing CRLF after chunk data');
+        this.state = 'size';
+      } else if (this.state === 'size') {
+        const m = /^([0-9A-Fa-f]+)[ \t]*(;.*)?$/.exec(line);
+        if (m === null || m[1]!.length > 15) throw new ChunkError('invalid chunk size');
+        const size = parseInt(m[1]!, 16);
+        if (size === 0) this.state = 'trailer';
+        else { this.remaining = size; this.state = 'data'; }
+      } else if (this.state === 'trailer') {
+        if (line === '') { this.state = 'done'; break; }
+        const c = line.indexOf(':');
+        if (c > 0) this.trailers.push([line.slice(0, c), line.slice(c + 1).trim()]);
+      }
+    }
+    return { data, rest: this.state === 'done' && i < buf.length ? buf.subarray(i) : null };
+  }
+}
+
+/** Hop-by-hop fields that never pass a proxy (RFC 7230 section 6.1). */
+export const HOP_BY_HOP = ['Keep-Alive', 'Proxy-Authenticate', 'TE', 'Trailer', 'Upgrade'];
+
+/** ap_proxy_clear_connection: the fields the Connection header names, and Connection itself;
+ *  true when it asked to close. */
+export function clearConnection(get: (n: string) => string | undefined, unset: (n: string) => void): boolean {
+  const v = get('Connection');
+  if (v === undefined) return false;
+  let close = false;
+  for (const tok of v.split(',')) {
+    const t = tok.trim();
+    if (t === '') continue;
+    if (t.toLowerCase() === 'close') close = true;
+    else unset(t);
+  }
+  unset('Connection');
+  return close;
+}

@@ -1,0 +1,330 @@
+// Backend connections (proxy_util.c): the per-process pool of each worker, connecting with
+// connectiontimeout and ProxySourceAddress, the error state and retry of a worker whose
+// backend refuses (AH00957, AH00959, AH00932), TLS through mod_ssl's "ssl_proxy" provider,
+// a reader with the backend timeout, and the byte tunnel of Upgrade / CONNECT.
+
+import * as net from 'node:net';
+import type { Request, RawStream } from '../../../server/request/request.js';
+import type { ServerRec } from '../../../server/server-rec.js';
+import { APLOG_DEBUG, APLOG_ERR, levelFor } from '../../../server/log/levels.js';
+import {
+  ProxyIoError, PROXY_WORKER_IN_ERROR, PROXY_WORKER_IGNORE_ERRORS, PROXY_WORKER_INITIALIZED,
+  type BackendReader, type ProxyConn, type ProxyWorker,
+} from '../../../proxy/api.js';
+
+const OK = 0;
+
+/** ap_log_error for mod_proxy: a server's line (no client). */
+export function serverLog(s: ServerRec, level: number, message: string, errno?: { code: number; text: string }): void {
+  if (level <= levelFor(s.logLevel, 'proxy')) s.errorLog.write({ module: 'proxy', level, message, errno });
+}
+
+/** A connection with its read queue (the socket's data events feed it for its whole life). */
+export class BackendConn implements ProxyConn {
+  socket: net.Socket | null = null;
+  hostname = '';
+  port = 0;
+  udsPath = '';
+  isSsl = false;
+  sslHostname: string | undefined = undefined;
+  close = false;
+  pending: Buffer | null = null;
+  uses = 0;
+  idleSince = 0;
+  readonly data = new Map<string, unknown>();
+  /** Data read and not yet consumed; the end of the stream; a socket error. */
+  queue: Buffer[] = [];
+  queued = 0;
+  ended = false;
+  error: Error | null = null;
+  waiter: (() => void) | null = null;
+  /** Where the socket connected from (the peer address for log lines). */
+  addr = '';
+  constructor(readonly worker: ProxyWorker) {}
+
+  attach(sock: net.Socket): void {
+    this.socket = sock;
+    this.queue = [];
+    this.queued = 0;
+    this.ended = false;
+    this.error = null;
+    sock.on('data', (d: Buffer) => {
+      this.queue.push(d);
+      this.queued += d.length;
+      if (this.queued > 256 * 1024) sock.pause();
+      this.wake();
+    });
+    sock.on('end', () => { this.ended = true; this.wake(); });
+    sock.on('error', (e) => { this.error = e; this.ended = true; this.wake(); });
+    sock.on('close', () => { this.ended = true; this.wake(); });
+  }
+
+  wake(): void {
+    const w = this.waiter;
+    this.waiter = null;
+    w?.();
+  }
+
+  /** Waits for data or the end, at most `ms`; false on timeout. */
+  wait(ms: number): Promise<boolean> {
+    if (this.queue.length > 0 || this.ended) return Promise.resolve(true);
+    return new Promise((res) => {
+      const t = setTimeout(() => { this.waiter = null; res(false); }, ms);
+      this.waiter = () => { clearTimeout(t); res(true); };
+    });
+  }
+
+  take(max: number): Buffer | null {
+    const b = this.queue[0];
+    if (b === undefined) return null;
+    if (b.length <= max) this.queue.shift(); else this.queue[0] = b.subarray(max);
+    const out = b.length <= max ? b : b.subarray(0, max);
+    this.queued -= out.length;
+    if (this.queued <= 64 * 1024 && this.socket?.isPaused()) this.socket.resume();
+    return out;
+  }
+
+  unread(b: Buffer): void {
+    if (b.length === 0) return;
+    this.queue.unshift(b);
+    this.queued += b.length;
+  }
+
+  /** Still usable for another request: open, nothing unread, no end seen. */
+  get alive(): boolean {
+    const s = this.socket;
+    return s !== null && !s.destroyed && !this.ended && this.queue.length === 0 && this.error === null;
+  }
+
+  destroy(): void {
+    this.socket?.destroy();
+    this.socket = null;
+  }
+}
+
+/** The pool of one worker in this process. */
+interface Pool { idle: BackendConn[]; inUse: number }
+const pools = new WeakMap<ProxyWorker, Pool>();
+function poolOf(w: ProxyWorker): Pool {
+  let p = pools.get(w);
+  if (p === undefined) { p = { idle: [], inUse: 0 }; pools.set(w, p); }
+  return p;
+}
+
+/** ap_proxy_retry_worker. */
+export function retryWorker(_proxyFunction: string, w: ProxyWorker, _s: ServerRec, defaultRetry = 60000): boolean {
+  if (!(w.s.status & PROXY_WORKER_IN_ERROR)) return true;
+  const retry = w.params.retry ?? defaultRetry;
+  if (Date.now() > w.s.errorTime + retry) {
+    w.s.retries++;
+    w.s.status &= ~PROXY_WORKER_IN_ERROR;
+    return true;
+  }
+  return false;
+}
+
+/** ap_proxy_acquire_connection. */
+export function acquire(proxyFunction: string, w: ProxyWorker, s: ServerRec, log: (level: number, msg: string) => void): BackendConn | number {
+  if (!retryWorker(proxyFunction, w, s)) {
+    log(APLOG_ERR, `AH00940: ${proxyFunction}: disabled connection for (${w.s.hostname}:${w.s.port})`);
+    return 503;
+  }
+  w.localStatus |= PROXY_WORKER_INITIALIZED;
+  const p = poolOf(w);
+  const reuse = w.params.disablereuse !== true && !w.generic;
+  while (reuse && p.idle.length > 0) {
+    const c = p.idle.pop()!;
+    const ttl = w.params.ttl;
+    if (c.alive && (ttl === undefined || Date.now() - c.idleSince < ttl)) {
+      p.inUse++;
+      w.s.busy++;
+      c.close = false;
+      return c;
+    }
+    c.destroy();
+  }
+  p.inUse++;
+  w.s.busy++;
+  return new BackendConn(w);
+}
+
+/** ap_proxy_release_connection. */
+export function release(c: BackendConn): void {
+  const w = c.worker;
+  const p = poolOf(w);
+  p.inUse = Math.max(0, p.inUse - 1);
+  if (w.s.busy > 0) w.s.busy--;
+  if (c.close || !c.alive || w.params.disablereuse === true || w.generic || w.params.keepalive === false && false) {
+    c.destroy();
+    return;
+  }
+  c.idleSince = Date.now();
+  const max = w.params.smax ?? w.params.hmax ?? 25;
+  if (p.idle.length >= Math.max(max, 1)) { c.destroy(); return; }
+  const sock = c.socket!;
+  sock.setTimeout(0);
+  p.idle.push(c);
+  // An idle socket the backend closes goes out of the pool at once.
+  const drop = (): void => {
+    const i = p.idle.indexOf(c);
+    if (i >= 0) { p.idle.splice(i, 1); c.destroy(); }
+  };
+  sock.once('end', drop);
+  sock.once('close', drop);
+  c.data.set('dropIdle', drop);
+}
+
+/** Forgets the idle-drop listeners once the connection is taken from the pool again. */
+export function takeOut(c: BackendConn): void {
+  const drop = c.data.get('dropIdle') as (() => void) | undefined;
+  if (drop !== undefined && c.socket !== null) {
+    c.socket.off('end', drop);
+    c.socket.off('close', drop);
+    c.data.delete('dropIdle');
+  }
+}
+
+/** Connects a fresh socket (ap_proxy_connect_backend); OK or 503 with httpd's lines. */
+export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWorker, r: Request, connTimeout: number, source: string | undefined): Promise<number> {
+  return new Promise((resolve) => {
+    const opts: net.NetConnectOpts = c.udsPath !== ''
+      ? { path: c.udsPath }
+      : { host: c.hostname, port: c.port, ...(source !== undefined ? { localAddress: source } : {}) };
+    const sock = net.connect(opts);
+    let done = false;
+    const timer = setTimeout(() => fail(new ProxyIoError('timeout', 'The timeout specified has expired')), connTimeout);
+    const fail = (e: Error): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      sock.destroy();
+      const code = (e as NodeJS.ErrnoException).code;
+      const errno = code === 'ECONNREFUSED' ? { code: 111, text: 'Connection refused' }
+        : code === 'ENOENT' ? { code: 2, text: 'No such file or directory' }
+        : e instanceof ProxyIoError ? { code: 70007, text: 'The timeout specified has expired' }
+        : r.rt.errno(e);
+      const addr = c.udsPath !== '' ? c.udsPath : `${c.hostname.includes(':') ? `[${c.hostname}]` : c.hostname}:${c.port}`;
+      serverLog(r.server, APLOG_ERR, `AH00957: ${proxyFunction}: attempt to connect to ${addr} (${c.hostname}:${c.port}) failed`, errno);
+      // A balancer member goes into error for retry= seconds (unless status=+I); httpd 2.4.71
+      // leaves a worker of its own (ProxyPass) usable (measured: no AH00959 for those).
+      if (!(w.s.status & PROXY_WORKER_IGNORE_ERRORS) && !w.generic && w.balancer !== undefined) {
+        const retry = w.params.retry ?? 60000;
+        w.s.status |= PROXY_WORKER_IN_ERROR;
+        w.s.errorTime = Date.now();
+        serverLog(r.server, APLOG_ERR, `AH00959: ap_proxy_connect_backend disabling worker for (${w.s.hostname}:${w.s.port}) for ${Math.floor(retry / 1000)}s`);
+      }
+      resolve(503);
+    };
+    sock.once('error', fail);
+    sock.once('connect', () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      sock.off('error', fail);
+      sock.setNoDelay(true);
+      c.addr = c.udsPath !== '' ? c.udsPath : `${sock.remoteAddress ?? c.hostname}:${sock.remotePort ?? c.port}`;
+      c.attach(sock);
+      w.s.status &= ~PROXY_WORKER_IN_ERROR;
+      serverLog(r.server, APLOG_DEBUG, `AH00962: ${proxyFunction}: connection complete to ${c.addr} (${c.hostname})`);
+      resolve(OK);
+    });
+  });
+}
+
+/** A reader over the connection with a per-read timeout. */
+export function makeReader(c: BackendConn, timeout: number): BackendReader {
+  return {
+    async readLine(max: number): Promise<string | null> {
+      let line = '';
+      let got = false;
+      for (;;) {
+        if (c.queue.length === 0) {
+          if (c.ended) {
+            if (c.error !== null && !got) throw new ProxyIoError('reset', c.error.message);
+            return got ? line : null;
+          }
+          if (!(await c.wait(timeout))) throw new ProxyIoError('timeout', 'The timeout specified has expired');
+          continue;
+        }
+        const b = c.queue[0]!;
+        const nl = b.indexOf(0x0a);
+        const part = nl < 0 ? b : b.subarray(0, nl);
+        line += part.toString('latin1');
+        got = true;
+        c.take(nl < 0 ? b.length : nl + 1);
+        if (line.length > max) throw new ProxyIoError('toolong', 'line too long');
+        if (nl >= 0) return line.endsWith('\r') ? line.slice(0, -1) : line;
+      }
+    },
+    async read(max: number): Promise<Buffer | null> {
+      for (;;) {
+        const b = c.take(max);
+        if (b !== null) return b;
+        if (c.ended) {
+          if (c.error !== null) throw new ProxyIoError('reset', c.error.message);
+          return null;
+        }
+        if (!(await c.wait(timeout))) throw new ProxyIoError('timeout', 'The timeout specified has expired');
+      }
+    },
+    unread(b: Buffer): void { c.unread(b); },
+  };
+}
+
+/** Writes to the backend with backpressure; false when the socket failed. */
+export function writeBackend(c: BackendConn, data: Buffer | string): Promise<boolean> | boolean {
+  const s = c.socket;
+  if (s === null || s.destroyed) return false;
+  if (s.write(data)) return true;
+  return new Promise((res) => {
+    const done = (ok: boolean): void => { s.off('drain', onDrain); s.off('close', onClose); res(ok); };
+    const onDrain = (): void => done(true);
+    const onClose = (): void => done(false);
+    s.once('drain', onDrain);
+    s.once('close', onClose);
+  });
+}
+
+/** ap_proxy_tunnel_run: bytes both ways until either side closes or nothing moves for
+ *  `idle` ms. `client` is the client's raw stream (with what it sent already). */
+export function tunnel(client: RawStream, c: BackendConn, idle: number): Promise<{ in: number; out: number }> {
+  return new Promise((resolve) => {
+    const be = c.socket!;
+    let toBackend = 0; let toClient = 0;
+    let timer: NodeJS.Timeout | null = null;
+    let finished = false;
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      if (timer !== null) clearTimeout(timer);
+      client.destroy();
+      be.destroy();
+      resolve({ in: toClient, out: toBackend });
+    };
+    const arm = (): void => {
+      if (timer !== null) clearTimeout(timer);
+      timer = setTimeout(finish, idle);
+    };
+    arm();
+    // What the backend sent after its 101 and the client after its request go first.
+    for (const b of c.queue) { toClient += b.length; client.write(b); }
+    c.queue = []; c.queued = 0;
+    if (client.head.length > 0) { toBackend += client.head.length; be.write(client.head); }
+    be.removeAllListeners('data');
+    be.on('data', (d: Buffer) => {
+      arm(); toClient += d.length;
+      if (!client.write(d)) { be.pause(); client.onDrain(() => be.resume()); }
+    });
+    client.onData((d: Buffer) => {
+      arm(); toBackend += d.length;
+      if (!be.write(d)) { client.pause(); be.once('drain', () => client.resume()); }
+    });
+    be.resume();
+    client.resume();
+    be.on('end', () => { if (!client.destroyed) client.end(); });
+    client.onEnd(() => { if (!be.destroyed) be.end(); });
+    be.on('close', finish);
+    client.onClose(finish);
+    be.on('error', finish);
+  });
+}

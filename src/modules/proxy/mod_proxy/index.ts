@@ -1,0 +1,587 @@
+// mod_proxy (modules/proxy/mod_proxy.c + proxy_util.c): ProxyPass and friends, <Proxy>
+// sections, forward proxying (ProxyRequests), the proxy handler that hands a request to the
+// protocol module of its scheme, and the "proxy_api" provider through which the protocol,
+// balancer and health-check modules use mod_proxy's workers and connection pools.
+
+import {
+  defineModule, directive, DECLINED, DONE, OK, MODULE_API_VERSION, RSRC_CONF, ACCESS_CONF,
+  HOOK_FIRST, HOOK_MIDDLE, type ModuleDecl,
+} from '../../../server/module.js';
+import type { Request } from '../../../server/request/request.js';
+import type { ServerRec } from '../../../server/server-rec.js';
+import type { ConfigContext } from '../../../server/config/context.js';
+import { levelFor } from '../../../server/log/levels.js';
+import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, APLOG_TRACE1, APLOG_WARNING } from '../../../server/log/levels.js';
+import { coreDir, coreServer } from '../../../server/core/config.js';
+import { serverBase, sectionsWalk } from '../../../server/request/walk.js';
+import type { Brigade } from '../../../server/filters.js';
+import {
+  PROXYREQ_NONE, PROXYREQ_PROXY, PROXYREQ_REVERSE, PROXY_WORKER_IN_ERROR,
+  type ProxyApi, type ProxyConn, type ProxyServerConf, type ProxyWorker, type ProxyDirConf, type ProxyAlias, type ProxyBalancer,
+} from '../../../proxy/api.js';
+import {
+  createServerConfig, mergeServerConfig, createDirConfig, mergeDirConfig, addPass, addReverse, proxySection, addMember,
+  proxySet, addRemote, noProxy, setVia, setBadHeader, setStatus, setTimeout_, setErrorOverride, setSize, setMaxForwards,
+  setDomain, setGrowth, type ServerConf, type DirConf, type Cmd,
+} from './config.js';
+import {
+  canonenc, canonNetloc, deSocketfy, findBalancer, findWorker, makeWorker, portOfScheme, setWorkerParam, setWorkerStatus, workerStatusString,
+} from './workers.js';
+import { acquire, BackendConn, connectSocket, makeReader, release, retryWorker, takeOut, tunnel } from './conn.js';
+
+const MOD = 'proxy';
+
+// ---- the API (proxy_util.c) -------------------------------------------------------------------
+function escapeHtml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/** ap_proxyerror. */
+export function proxyError(r: Request, status: number, message: string): number {
+  r.log(MOD, APLOG_ERR, `AH00898: ${message} returned by ${r.uri}`);
+  r.notes.set('error-notes', `The proxy server could not handle the request<p>Reason: <strong>${escapeHtml(message)}</strong></p>`);
+  r.notes.set('verbose-error-to', '*');
+  r.statusLine = `${status} Proxy Error`;
+  return status;
+}
+
+function backendTimeout(w: ProxyWorker, r: Request): number {
+  return w.params.timeout ?? proxy.server(r.server).timeout ?? r.server.timeout * 1000;
+}
+
+async function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWorker, c: ProxyConn, url: string, proxyname: string | undefined, proxyport: number): Promise<number> {
+  const bc = c as BackendConn;
+  const { url: u } = deSocketfy(url);
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*):(\/\/.*)$/.exec(u);
+  if (m === null) return proxyError(r, 400, `URI cannot be parsed: ${url}`);
+  const scheme = m[1]!.toLowerCase();
+  const nl = canonNetloc(m[2]!, portOfScheme(scheme));
+  if (typeof nl === 'string') return proxyError(r, 400, `URI cannot be parsed: ${url}`);
+  bc.isSsl = scheme === 'https' || scheme === 'wss' || scheme === 'h2';
+  bc.sslHostname = nl.host.replace(/^\[|\]$/g, '');
+  if (proxyname !== undefined) {
+    bc.hostname = proxyname;
+    bc.port = proxyport;
+    bc.udsPath = '';
+  } else if (w.udsPath !== undefined) {
+    bc.udsPath = w.udsPath;
+    bc.hostname = w.hostname || nl.host;
+    bc.port = w.port;
+  } else if (w.generic || w.hostname === '') {
+    bc.hostname = nl.host.replace(/^\[|\]$/g, '');
+    bc.port = nl.port;
+  } else {
+    bc.hostname = w.hostname.replace(/^\[|\]$/g, '');
+    bc.port = w.port;
+  }
+  void conf;
+  return OK;
+}
+
+async function connectBackend(proxyFunction: string, c: ProxyConn, w: ProxyWorker, r: Request): Promise<number> {
+  const bc = c as BackendConn;
+  takeOut(bc);
+  if (bc.socket !== null && bc.alive) {
+    bc.uses++;
+    return OK;
+  }
+  bc.destroy();
+  const sc = proxy.server(r.server);
+  const connTimeout = w.params.connectionTimeout ?? backendTimeout(w, r);
+  const st = await connectSocket(proxyFunction, bc, w, r, connTimeout, sc.sourceAddress);
+  if (st !== OK) return st;
+  bc.uses = 1;
+  if (bc.isSsl) {
+    const ssl = r.rt.ctx.provider('ssl_proxy', 'ssl');
+    if (ssl === undefined || !ssl.enabled(r.server)) {
+      r.log(MOD, APLOG_ERR, `AH00961: ${proxyFunction}: failed to enable ssl support for ${bc.addr} (${bc.hostname})`);
+      bc.destroy();
+      return 500;
+    }
+    try {
+      const t = await ssl.connect(r.server, bc.socket!, bc.sslHostname ?? bc.hostname, r.perDirConfig);
+      bc.attach(t);
+    } catch (e) {
+      r.log('ssl', APLOG_ERR, e instanceof Error ? e.message : String(e));
+      bc.destroy();
+      bc.close = true;
+      // DIFFERENCE: httpd 2.4.71 answers 500 here; the specification (section 7.2) says
+      // 502 Bad Gateway for a backend whose certificate fails the checks (docs/differences.md).
+      return proxyError(r, 502, 'Error during SSL Handshake with remote server');
+    }
+  }
+  return OK;
+}
+
+function backendBroke(r: Request, _bb: Brigade): void {
+  // ap_proxy_backend_broke: the response is cut where it stands; no last chunk, the client
+  // connection closes.
+  r.connection.keepAlive = false;
+  r.eosSent = true;
+}
+
+async function runTunnel(r: Request, c: ProxyConn, idle: number): Promise<number> {
+  const detach = r.connection.detach;
+  if (detach === undefined) return 500;
+  const raw = detach.call(r.connection);
+  const n = await tunnel(raw, c as BackendConn, idle);
+  c.worker.s.read += n.in;
+  c.worker.s.transferred += n.out;
+  c.close = true;
+  return OK;
+}
+
+export const api: ProxyApi = {
+  serverConf: (s) => proxy.server(s),
+  dirConf: (r) => proxy.dir(r),
+  getWorker: (b, conf, url) => findWorker(b, conf, url),
+  getBalancer: (conf, url) => findBalancer(conf, url),
+  defineWorker(ctx, s, b, url) {
+    const w = makeWorker(url, b);
+    if (typeof w === 'string') return w;
+    if (b !== undefined) b.workers.push(w); else proxy.server(s).workers.push(w);
+    void ctx;
+    return w;
+  },
+  setWorkerParam: (ctx, s, w, k, v) => setWorkerParam(ctx, s, w as Parameters<typeof setWorkerParam>[2], k, v),
+  setWorkerStatus: (w, f) => setWorkerStatus(w, f),
+  workerStatusString: (w) => workerStatusString(w),
+  retryWorker: (fn, w, s) => retryWorker(fn, w, s),
+  acquireConnection(fn, w, s) {
+    return acquire(fn, w, s, (level, message) => { if (level <= levelFor(s.logLevel, MOD)) s.errorLog.write({ level, module: MOD, message }); });
+  },
+  determineConnection,
+  connectBackend,
+  reader: (c, r) => makeReader(c as BackendConn, backendTimeout(c.worker, r)),
+  releaseConnection: (_fn, c) => release(c as BackendConn),
+  isSocketConnected: (c) => (c as BackendConn).alive,
+  proxyError,
+  backendBroke,
+  canonenc,
+  canonNetloc,
+  portOfScheme,
+  backendTimeout,
+  tunnel: runTunnel,
+  countBytes(w, sent, received) { w.s.transferred += sent; w.s.read += received; },
+};
+
+// ---- hooks ------------------------------------------------------------------------------------
+function matchesVhost(r: Request, host: string, port: number): boolean {
+  const s = r.server;
+  const h = host.toLowerCase();
+  const named = (s.serverHostname?.toLowerCase() === h) || s.names.includes(h) || s.wildNames.some((re) => re.test(h));
+  const sp = s.port || r.connection.localPort;
+  return named && port === sp;
+}
+
+/** proxy_detect (ProxyRequests On): an absolute URI not for this server is a proxy request. */
+function proxyDetect(r: Request): number {
+  const conf = proxy.server(r.server);
+  if (conf.req !== true) return DECLINED;
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(\[[^\]]*\]|[^/:?#]*)(?::(\d*))?/.exec(r.unparsedUri);
+  if (m !== null) {
+    const scheme = m[1]!.toLowerCase();
+    const port = m[3] !== undefined && m[3] !== '' ? Number(m[3]) : portOfScheme(scheme);
+    const own = r.connection.localPort === 443 ? 'https' : 'http';
+    if (m[2] === '' || scheme !== own || !matchesVhost(r, m[2]!, port)) {
+      r.proxyreq = PROXYREQ_PROXY;
+      r.uri = r.unparsedUri;
+      r.filename = 'proxy:' + r.uri;
+      r.handler = 'proxy-server';
+    }
+  } else if (r.method === 'CONNECT' && /^[^/]+:\d+$/.test(r.unparsedUri)) {
+    r.proxyreq = PROXYREQ_PROXY;
+    r.uri = r.unparsedUri;
+    r.filename = 'proxy:' + r.uri;
+    r.handler = 'proxy-server';
+  }
+  return DECLINED;
+}
+
+/** ap_proxy_interpolate: ${VAR} from the environment. */
+function interpolate(r: Request, s: string): string {
+  if (!s.includes('${')) return s;
+  return s.replace(/\$\{([^}]*)\}/g, (_m, name: string) => r.subprocessEnv.get(name) ?? '');
+}
+
+/** alias_match: the length of `uri` matched by the prefix `fake` (slashes merged), 0 if none. */
+function aliasMatch(uri: string, fake: string): number {
+  let a = 0; let u = 0;
+  while (a < fake.length && u < uri.length) {
+    if (fake[a] === '/') {
+      if (uri[u] !== '/') return 0;
+      while (fake[a] === '/') a++;
+      while (uri[u] === '/') u++;
+    } else if (uri[u++] !== fake[a++]) return 0;
+  }
+  if (u === uri.length && a !== fake.length) return 0;
+  if (a > 0 && fake[a - 1] !== '/' && u < uri.length && uri[u] !== '/') return 0;
+  return u;
+}
+
+/** ap_pregsub: $0-$9 from the match. */
+function regsub(real: string, m: RegExpExecArray): string {
+  return real.replace(/\$(\d)|\\(\$)/g, (_x, d: string | undefined, esc: string | undefined) => esc ?? (m[Number(d)] ?? ''));
+}
+
+const HTTP_CONTINUE = 100;
+
+/** ap_proxy_trans_match. */
+function transMatch(r: Request, ent: ProxyAlias, dconf: DirConf): number {
+  const doInterp = dconf.interpolateEnv === true && ent.flags.interpolate;
+  const fake = doInterp ? interpolate(r, ent.fake) : ent.fake;
+  const real = doInterp ? interpolate(r, ent.real) : ent.real;
+  let nocanon = ent.flags.nocanon;
+  let useUri = nocanon ? r.unparsedUri.replace(/\?.*$/, '') : r.uri;
+  let found: string | undefined;
+  let mismatch = false;
+  if (r.wantsLog(MOD, APLOG_TRACE1 + 1)) r.log(MOD, APLOG_TRACE1 + 1, `AH03461: attempting to match URI path '${r.uri}' against ${ent.regex ? 'pattern' : 'prefix'} '${fake}' for proxying`);
+  if (ent.regex !== undefined) {
+    const m = ent.regex.exec(r.uri);
+    if (m !== null) {
+      if (real === '!') {
+        r.log(MOD, APLOG_TRACE1, `AH03462: proxying is explicitly disabled for URI path '${r.uri}'; declining`);
+        return DECLINED;
+      }
+      let mm: RegExpExecArray = m;
+      if (nocanon) {
+        const m2 = ent.regex.exec(useUri);
+        if (m2 === null) { mismatch = true; useUri = r.uri; } else mm = m2;
+      }
+      const sub = regsub(real, mm);
+      found = sub !== real ? 'proxy:' + sub : 'proxy:' + real + useUri;
+    }
+  } else {
+    const len = aliasMatch(r.uri, fake);
+    if (len !== 0) {
+      if (real === '!') {
+        r.log(MOD, APLOG_TRACE1, `AH03463: proxying is explicitly disabled for URI path '${r.uri}'; declining`);
+        return DECLINED;
+      }
+      let l = len;
+      if (nocanon) {
+        const l2 = aliasMatch(useUri, fake);
+        if (l2 !== len) { mismatch = true; useUri = r.uri; } else l = l2;
+      }
+      found = 'proxy:' + real + useUri.slice(l);
+    }
+  }
+  if (mismatch) {
+    r.log(MOD, APLOG_WARNING, 'AH01136: Unescaped URL path matched ProxyPass; ignoring unsafe nocanon');
+    nocanon = false;
+  }
+  if (found === undefined) return HTTP_CONTINUE;
+  r.filename = found;
+  r.handler = 'proxy-server';
+  r.proxyreq = PROXYREQ_REVERSE;
+  if (nocanon && !mismatch) r.notes.set('proxy-nocanon', '1');
+  if (ent.flags.noquery) r.notes.set('proxy-noquery', '1');
+  if (ent.mapping === 'encoded') r.notes.set('proxy-noencode', '1');
+  r.log(MOD, APLOG_TRACE1, `AH03464: URI path '${r.uri}' matches proxy handler '${found}'`);
+  return OK;
+}
+
+/** proxy_trans (translate_name). */
+function proxyTrans(r: Request): number {
+  if (r.proxyreq !== PROXYREQ_NONE) return OK;
+  if (r.unparsedUri === '*' || !r.uri.startsWith('/')) return DECLINED;
+  if (r.subprocessEnv.has('no-proxy')) return DECLINED;
+  const dconf = proxy.dir(r);
+  const conf = proxy.server(r.server);
+  if (dconf.alias !== undefined) {
+    const rv = transMatch(r, dconf.alias, dconf);
+    if (rv !== HTTP_CONTINUE) return rv;
+  }
+  for (const ent of conf.aliases) {
+    const rv = transMatch(r, ent, dconf);
+    if (rv !== HTTP_CONTINUE) return rv;
+  }
+  return DECLINED;
+}
+
+/** proxy_map_location: <Proxy> sections instead of the directory walk. */
+function proxyMapLocation(r: Request): number {
+  if (r.proxyreq === PROXYREQ_NONE || !r.filename.startsWith('proxy:')) return DECLINED;
+  const conf = proxy.server(r.server);
+  const name = r.filename.slice(6);
+  const matched = conf.secProxy.filter((sec) => {
+    if (sec.regex !== undefined) {
+      const m = sec.regex.exec(name);
+      if (m === null) return false;
+      if (m.groups !== undefined) for (const [k, v] of Object.entries(m.groups)) if (v !== undefined) r.subprocessEnv.set('MATCH_' + k.toUpperCase(), v);
+      return true;
+    }
+    if (sec.wildcard !== undefined) return sec.wildcard.test(name);
+    return name.startsWith(sec.path);
+  });
+  const walked = sectionsWalk(r.rt, serverBase(r), matched);
+  r.perDirConfig = walked.vec;
+  r.storageWalk = walked;
+  return OK;
+}
+
+/** ap_proxy_canon_url (fixups): the scheme module's canon handler. */
+function canonUrl(r: Request): number {
+  if (r.proxyreq === PROXYREQ_NONE || !r.filename.startsWith('proxy:')) return DECLINED;
+  const url = r.filename.slice(6);
+  const ctx = r.rt.ctx;
+  for (const n of ctx.providerNames('proxy_scheme')) {
+    const st = ctx.provider('proxy_scheme', n)!.canon(r, url);
+    if (st !== DECLINED) {
+      if (st !== OK) return st;
+      break;
+    }
+  }
+  const colon = r.filename.indexOf(':', 6);
+  if (colon < 0 || colon === 6) return 400;
+  return OK;
+}
+
+function proxyFixup(r: Request): number {
+  if (r.proxyreq === PROXYREQ_NONE || !r.filename.startsWith('proxy:')) return DECLINED;
+  return canonUrl(r);
+}
+
+async function runScheme(r: Request, w: ProxyWorker, conf: ProxyServerConf, url: string, pname: string | undefined, pport: number): Promise<number> {
+  const ctx = r.rt.ctx;
+  for (const n of ctx.providerNames('proxy_scheme')) {
+    const st = await ctx.provider('proxy_scheme', n)!.handle(r, w, conf, url, pname, pport);
+    if (st !== DECLINED) return st;
+  }
+  return DECLINED;
+}
+
+/** ap_proxy_pre_request. */
+async function preRequest(r: Request, conf: ServerConf, url: string): Promise<{ status: number; worker?: ProxyWorker; balancer?: ProxyBalancer; url: string }> {
+  const ctx = r.rt.ctx;
+  let balancer: ProxyBalancer | undefined;
+  for (const n of ctx.providerNames('proxy_balancer')) {
+    const res = await ctx.provider('proxy_balancer', n)!.preRequest(undefined, undefined, r, conf, url);
+    if (res.status !== DECLINED) return { status: res.status, worker: res.worker, balancer: res.balancer, url: res.url ?? url };
+    balancer = res.balancer;
+  }
+  if (balancer !== undefined) {
+    r.log(MOD, APLOG_ERR, `AH00934: all workers are busy.  Unable to serve ${url}`);
+    return { status: 503, url };
+  }
+  const w = findWorker(undefined, conf, url);
+  if (w !== undefined) {
+    r.log(MOD, APLOG_DEBUG, `AH00942: ${w.scheme.toUpperCase()}: found worker ${w.name} for ${url}`);
+    return { status: OK, worker: w, url };
+  }
+  if (r.proxyreq === PROXYREQ_PROXY) return { status: OK, worker: conf.forward, url };
+  return { status: OK, worker: conf.reverse, url };
+}
+
+/** proxy_handler. */
+async function proxyHandler(r: Request): Promise<number> {
+  if (r.filename === '' && r.handler === undefined) return DECLINED;
+  let rc = DECLINED;
+  if (r.proxyreq === PROXYREQ_NONE && r.handler !== undefined && r.handler.startsWith('proxy:')) {
+    // SetHandler "proxy:fcgi://..." (or "proxy:unix:/path|fcgi://...").
+    const old = r.filename;
+    r.proxyreq = PROXYREQ_REVERSE;
+    r.filename = r.handler + r.filename;
+    r.notes.set('proxy-sethandler', '1');
+    rc = canonUrl(r);
+    if (rc !== OK) { r.filename = old; r.proxyreq = PROXYREQ_NONE; }
+  } else if (r.proxyreq !== PROXYREQ_NONE && r.filename.startsWith('proxy:')) {
+    r.notes.delete('proxy-sethandler');
+    rc = OK;
+  }
+  if (rc !== OK) return rc;
+  const conf = proxy.server(r.server);
+  const uri = r.filename.slice(6);
+  const colon = uri.indexOf(':');
+  if (colon < 0) {
+    r.log(MOD, APLOG_DEBUG, `AH01141: proxy_handler no URL in ${r.filename}`);
+    return 400;
+  }
+  const scheme = uri.slice(0, colon);
+  // Max-Forwards
+  const mf = r.headersIn.get('Max-Forwards');
+  let maxfwd: number;
+  if (mf !== undefined) {
+    if (!/^\d+$/.test(mf)) {
+      r.log(MOD, APLOG_WARNING, `AH10188: Max-Forwards value '${mf}' could not be parsed`);
+      return proxyError(r, 400, 'Max-Forwards request header could not be parsed');
+    }
+    const n = Number(mf);
+    if (n === 0) {
+      if (r.method === 'TRACE' || r.method === 'OPTIONS') {
+        r.proxyreq = PROXYREQ_NONE;
+        return DECLINED;
+      }
+      return proxyError(r, 400, 'Max-Forwards has reached zero - proxy loop?');
+    }
+    maxfwd = n - 1;
+  } else maxfwd = conf.maxfwd ?? -1;
+  if (maxfwd >= 0) r.headersIn.set('Max-Forwards', String(maxfwd));
+  if (r.method === 'TRACE') {
+    const te = coreServer(r.server).traceEnable;
+    if (te === 'off') {
+      r.notes.set('error-notes', 'TRACE forbidden by server configuration');
+      r.notes.set('verbose-error-to', '*');
+      r.log(MOD, APLOG_ERR, 'AH01139: TRACE forbidden by server configuration');
+      return 405;
+    }
+    if (te !== 'extended' && r.body !== null && (r.body.length > 0 || r.body.chunked)) {
+      r.notes.set('error-notes', 'TRACE with request body is not allowed');
+      r.notes.set('verbose-error-to', '*');
+      r.log(MOD, APLOG_ERR, 'AH01140: TRACE with request body is not allowed');
+      return 413;
+    }
+  }
+  if (conf.domain !== undefined && r.proxyreq === PROXYREQ_PROXY && r.method === 'GET') {
+    const m = /^([a-z]+:\/\/)([^/:?#]+)(.*)$/i.exec(uri);
+    const host = m?.[2];
+    if (m !== null && host !== undefined && !host.includes('.') && !host.includes(':') && host.toLowerCase() !== 'localhost') {
+      const nuri = m[1]! + host + conf.domain + m[3]!;
+      r.headersOut.set('Location', nuri);
+      const ref = r.headersIn.get('Referer');
+      r.log(MOD, APLOG_INFO, `AH01138: Domain missing: ${r.uri} sent to ${nuri}${ref !== undefined ? ' from ' + ref : ''}`);
+      return 301;
+    }
+  }
+  const hostOf = /^[a-z0-9+.-]+:\/\/(\[[^\]]*\]|[^/:?#]*)/i.exec(uri)?.[1]?.toLowerCase() ?? '';
+  let directConnect = false;
+  for (const d of conf.dirconn) if (d.match(hostOf)) { directConnect = true; break; }
+
+  let attempts = 0;
+  let maxAttempts = 0;
+  let status: number;
+  for (;;) {
+    const pre = await preRequest(r, conf, uri);
+    if (pre.status !== OK) {
+      if (pre.status !== 503 || pre.worker === undefined) return pre.status;
+      status = pre.status;
+      break;
+    }
+    const worker = pre.worker!;
+    const balancer = pre.balancer;
+    const url = pre.url;
+    if (balancer !== undefined && balancer.s.maxAttempts !== undefined && maxAttempts === 0) maxAttempts = balancer.s.maxAttempts;
+    status = DECLINED;
+    let ran = false;
+    if (!directConnect) {
+      for (const ent of conf.proxies) {
+        const partial = ent.scheme.includes(':');
+        if (ent.scheme === '*' || (ent.useRegex && ent.regex!.test(url)) || (!partial && !ent.useRegex && ent.scheme.toLowerCase() === scheme.toLowerCase())
+          || (partial && !ent.useRegex && url.toLowerCase().startsWith(ent.scheme.toLowerCase()))) {
+          r.log(MOD, APLOG_DEBUG, 'AH01142: Trying to run scheme_handler against proxy');
+          if (ent.creds !== undefined) r.notes.set('proxy-basic-creds', ent.creds);
+          status = await runScheme(r, worker, conf, url, ent.hostname, ent.port);
+          r.notes.delete('proxy-basic-creds');
+          if (status !== DECLINED) {
+            ran = true;
+            if (status !== 502) break;
+            const cl = r.headersIn.get('Content-Length');
+            if ((cl !== undefined && cl !== '0') || r.headersIn.get('Transfer-Encoding') !== undefined) break;
+            ran = false;
+          }
+        }
+      }
+    }
+    if (!ran) {
+      r.log(MOD, APLOG_DEBUG, `AH01143: Running scheme ${scheme} handler (attempt ${attempts})`);
+      status = await runScheme(r, worker, conf, url, undefined, 0);
+    }
+    for (const n of r.rt.ctx.providerNames('proxy_balancer')) {
+      await r.rt.ctx.provider('proxy_balancer', n)!.postRequest(worker, balancer, r, conf);
+    }
+    if (status === OK || status === DONE || r.notes.has('proxy-error-override')) break;
+    if (status === 500 || status === 503) {
+      // A balancer member that failed: try another while attempts remain.
+      if (balancer !== undefined && !(worker.s.status & PROXY_WORKER_IN_ERROR) === false && attempts < maxAttempts) {
+        attempts++;
+        continue;
+      }
+    }
+    break;
+  }
+  if (status === DECLINED) {
+    r.log(MOD, APLOG_WARNING, `AH01144: No protocol handler was valid for the URL ${r.uri} (scheme '${scheme}'). If you are using a DSO version of mod_proxy, make sure the proxy submodules are included in the configuration using LoadModule.`);
+    return 500;
+  }
+  return status;
+}
+
+// ---- the module -------------------------------------------------------------------------------
+const RS = RSRC_CONF;
+const RA = RSRC_CONF | ACCESS_CONF;
+
+const flagSrv = (field: 'req' | 'inherit' | 'ppinherit' | 'balPersist') => (cmd: Cmd, on: boolean): undefined => { cmd.srv[field] = on; return undefined; };
+const flagDir = (field: 'preserveHost' | 'addForwardedHeaders' | 'interpolateEnv' | 'forward100Continue') => (cmd: Cmd, on: boolean): undefined => { cmd.dir[field] = on; return undefined; };
+
+const decl: ModuleDecl<ServerConf, DirConf> = {
+  name: 'proxy_module',
+  source: 'mod_proxy.c',
+  apiVersion: MODULE_API_VERSION,
+  createServerConfig,
+  mergeServerConfig,
+  createDirConfig,
+  mergeDirConfig,
+  directives: [
+    directive({ name: '<Proxy', args: 'RAW_ARGS', where: RS, section: true, help: 'Container for directives affecting resources located in the proxied location', handler: proxySection(false) }),
+    directive({ name: '<ProxyMatch', args: 'RAW_ARGS', where: RS, section: true, help: 'Container for directives affecting resources located in the proxied location, in regular expression syntax', handler: proxySection(true) }),
+    directive({ name: 'ProxyRequests', args: 'FLAG', where: RS, help: 'on if the true proxy requests should be accepted', handler: flagSrv('req') }),
+    directive({ name: 'ProxyRemote', args: 'TAKE23', where: RS, help: 'a scheme, partial URL or \'*\' and a proxy server', handler: addRemote(false) }),
+    directive({ name: 'ProxyRemoteMatch', args: 'TAKE23', where: RS, help: 'a regex pattern and a proxy server', handler: addRemote(true) }),
+    directive({ name: 'ProxyPassInterpolateEnv', args: 'FLAG', where: RA, help: 'Interpolate Env Vars in reverse Proxy', handler: flagDir('interpolateEnv') }),
+    directive({ name: 'ProxyPass', args: 'RAW_ARGS', where: RA, help: 'a virtual path and a URL', handler: addPass(false) }),
+    directive({ name: 'ProxyPassMatch', args: 'RAW_ARGS', where: RA, help: 'a virtual path and a URL', handler: addPass(true) }),
+    directive({ name: 'ProxyPassReverse', args: 'TAKE123', where: RA, help: 'a virtual path and a URL for reverse proxy behaviour', handler: addReverse('raliases') }),
+    directive({ name: 'ProxyPassReverseCookiePath', args: 'TAKE23', where: RA, help: 'Path rewrite rule for proxying cookies', handler: addReverse('cookiePaths') }),
+    directive({ name: 'ProxyPassReverseCookieDomain', args: 'TAKE23', where: RA, help: 'Domain rewrite rule for proxying cookies', handler: addReverse('cookieDomains') }),
+    directive({ name: 'ProxyBlock', args: 'ITERATE', where: RS, help: 'A list of names, hosts or domains to which the proxy will not connect', handler: (cmd: Cmd, a: string) => { if (!cmd.srv.noproxies.some((n) => n.toLowerCase() === a.toLowerCase())) cmd.srv.noproxies.push(a); return undefined; } }),
+    directive({ name: 'ProxyReceiveBufferSize', args: 'TAKE1', where: RS, help: 'Receive buffer size for outgoing HTTP and FTP connections in bytes', handler: setSize('recvBufferSize', 'ProxyReceiveBufferSize must be >= 512 bytes, or 0 for system default.') }),
+    directive({ name: 'ProxyIOBufferSize', args: 'TAKE1', where: RS, help: 'IO buffer size for outgoing HTTP and FTP connections in bytes', handler: setSize('ioBufferSize', '') }),
+    directive({ name: 'ProxyMaxForwards', args: 'TAKE1', where: RS, help: 'The maximum number of proxies a request may be forwarded through.', handler: setMaxForwards }),
+    directive({ name: 'NoProxy', args: 'ITERATE', where: RS, help: 'A list of domains, hosts, or subnets to which the proxy will connect directly', handler: noProxy }),
+    directive({ name: 'ProxyDomain', args: 'TAKE1', where: RS, help: 'The default intranet domain name (in absence of a domain in the URL)', handler: setDomain }),
+    directive({ name: 'ProxyVia', args: 'TAKE1', where: RS, help: 'Configure Via: proxy header header to one of: on | off | block | full', handler: setVia }),
+    directive({ name: 'ProxyErrorOverride', args: 'ITERATE', where: RA, help: 'use our error handling pages instead of the servers\' we are proxying', handler: setErrorOverride }),
+    directive({ name: 'ProxyPreserveHost', args: 'FLAG', where: RA, help: 'on if we should preserve host header while proxying', handler: flagDir('preserveHost') }),
+    directive({ name: 'ProxyTimeout', args: 'TAKE1', where: RS, help: 'Set the timeout (in seconds) for a proxied connection. This overrides the server timeout', handler: setTimeout_ }),
+    directive({ name: 'ProxyBadHeader', args: 'TAKE1', where: RS, help: 'How to handle bad header line in response: IsError | Ignore | StartBody', handler: setBadHeader }),
+    directive({ name: 'BalancerMember', args: 'RAW_ARGS', where: RA, help: 'A balancer name and scheme with list of params', handler: addMember }),
+    directive({ name: 'BalancerGrowth', args: 'TAKE1', where: RS, help: 'Number of additional Balancers that can be added post-config', handler: setGrowth }),
+    directive({ name: 'BalancerPersist', args: 'FLAG', where: RS, help: 'Persist changes on BalancerManager configuration over restart', handler: flagSrv('balPersist') }),
+    directive({ name: 'BalancerInherit', args: 'FLAG', where: RS, help: 'Inherit main server balancers', handler: flagSrv('inherit') }),
+    directive({ name: 'ProxyPassInherit', args: 'FLAG', where: RS, help: 'Inherit main server ProxyPass directives', handler: flagSrv('ppinherit') }),
+    directive({ name: 'ProxyStatus', args: 'TAKE1', where: RS, help: 'Configure Status: proxy status to one of: on | off | full', handler: setStatus }),
+    directive({ name: 'ProxySet', args: 'RAW_ARGS', where: RA, help: 'A balancer or worker name with list of params', handler: proxySet }),
+    directive({
+      name: 'ProxySourceAddress', args: 'TAKE1', where: RS, help: 'Configure local source IP used for request forward',
+      handler: (cmd: Cmd, a: string) => { if (!/^[0-9a-fA-F.:]+$/.test(a)) return 'ProxySourceAddress invalid value'; cmd.srv.sourceAddress = a; return undefined; },
+    }),
+    directive({ name: 'ProxyAddHeaders', args: 'FLAG', where: RA, help: 'on if X-Forwarded-* headers should be added or completed', handler: flagDir('addForwardedHeaders') }),
+    directive({ name: 'Proxy100Continue', args: 'FLAG', where: RA, help: 'on if 100-Continue should be forwarded to the origin server, off if the proxy should handle it by itself', handler: flagDir('forward100Continue') }),
+  ],
+  hooks: {
+    translateName: [{ fn: proxyDetect, order: HOOK_FIRST - 10 }, { fn: proxyTrans, order: HOOK_FIRST }],
+    mapToStorage: { fn: proxyMapLocation, order: HOOK_FIRST },
+    fixups: { fn: proxyFixup, order: HOOK_MIDDLE },
+    handler: { fn: proxyHandler, order: HOOK_FIRST },
+  },
+  configHooks: {
+    checkConfig(ctx: ConfigContext) {
+      // Workers configured in a server are ready in this process (PROXY_WORKER_INITIALIZED).
+      for (const s of [ctx.mainServer, ...ctx.vhosts]) {
+        const sc = proxy.server(s);
+        for (const w of sc.workers) w.localStatus |= 1;
+        for (const b of sc.balancers) for (const w of b.workers) w.localStatus |= 1;
+        sc.forward.localStatus |= 1;
+        sc.reverse.localStatus |= 1;
+      }
+      void coreDir;
+      return undefined;
+    },
+  },
+  providers: [{ group: 'proxy_api', name: 'mod_proxy', version: '0', provider: api }],
+};
+
+export const proxy = defineModule(decl);
+export default proxy;
+
+export type { ServerRec, ProxyDirConf };

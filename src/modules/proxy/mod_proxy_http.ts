@@ -1,0 +1,699 @@
+// mod_proxy_http (modules/proxy/mod_proxy_http.c): HTTP/1.1 to backends for http://, https://,
+// ws:// and wss:// URLs — the request as ap_proxy_create_hdrbrgd builds it (Host, Via,
+// X-Forwarded-*, hop-by-hop fields), the body streamed with Content-Length or chunked
+// (proxy-sendchunked, proxy-sendcl, force-proxy-request-1.0), the response read and passed
+// on as it arrives (ProxyPassReverse on Location/Content-Location/URI/Destination, cookie
+// rewriting, Via, ProxyErrorOverride, interim responses, Upgrade tunnelling) and httpd's
+// errors (AH01114, AH01102, AH01106, AH01110, ...). It reaches mod_proxy only through the
+// "proxy_api" provider.
+
+import {
+  defineModule, MODULE_API_VERSION, DECLINED, DONE, OK, type ModuleDecl,
+} from '../../server/module.js';
+import type { Request } from '../../server/request/request.js';
+import { APLOG_DEBUG, APLOG_ERR, APLOG_WARNING } from '../../server/log/levels.js';
+import { coreDir } from '../../server/core/config.js';
+import { dataBucket, EOS, FLUSH, FilterError } from '../../server/filters.js';
+import { getServerName } from '../../server/core/server-name.js';
+import { APACHE_COMPAT_VERSION } from '../../server/version.js';
+import {
+  PROXYREQ_PROXY, PROXYREQ_REVERSE, ProxyIoError,
+  type ProxyApi, type ProxyConn, type ProxyDirConf, type ProxySchemeProvider, type ProxyServerConf, type ProxyWorker, type BackendReader,
+} from '../../proxy/api.js';
+import { ChunkedDecoder, ChunkError, clearConnection, dateCanon, headerLine, parseStatusLine, HOP_BY_HOP } from './http-response.js';
+
+const MOD = 'proxy_http';
+const MAX_MEM_SPOOL = 16384;
+/** AP_SERVER_BASEVERSION, as ProxyVia Full prints it. */
+const VIA_BANNER = `Apache/${APACHE_COMPAT_VERSION}`;
+
+function apiOf(r: Request): ProxyApi {
+  return r.rt.ctx.provider('proxy_api', 'mod_proxy')!;
+}
+
+// ---- canon ----------------------------------------------------------------------------------
+/** proxy_http_canon. */
+function canon(r: Request, url: string): number {
+  const m = /^(https?|wss?):/i.exec(url);
+  if (m === null) return DECLINED;
+  const scheme = m[1]!.toLowerCase();
+  const api = apiOf(r);
+  const def = api.portOfScheme(scheme);
+  const nl = api.canonNetloc(url.slice(m[0].length), def);
+  if (typeof nl === 'string') {
+    r.log(MOD, APLOG_ERR, `AH01083: error parsing URL ${url.slice(m[0].length)}: ${nl}`);
+    return 400;
+  }
+  let path: string;
+  let search: string | undefined;
+  if (r.proxyreq === PROXYREQ_PROXY) {
+    path = nl.rest;
+  } else {
+    if (r.notes.has('proxy-nocanon') || r.notes.has('proxy-noencode')) {
+      path = nl.rest;
+    } else {
+      const d = coreDir(r);
+      const keepSlashes = d.allowEncodedSlashes === 'nodecode';
+      const enc = api.canonenc(nl.rest, 'path', false, r.proxyreq === PROXYREQ_REVERSE ? PROXYREQ_REVERSE : PROXYREQ_PROXY, keepSlashes);
+      if (enc === undefined) return 400;
+      path = enc;
+    }
+    if (!r.notes.has('proxy-noquery')) search = r.args;
+  }
+  const sport = nl.port !== def ? `:${nl.port}` : '';
+  const host = nl.host.includes(':') && !nl.host.startsWith('[') ? `[${nl.host}]` : nl.host;
+  r.filename = `proxy:${scheme}://${host}${sport}${path}${search !== undefined ? '?' + search : ''}`;
+  return OK;
+}
+
+// ---- reverse mapping (proxy_util.c) ---------------------------------------------------------
+function isUrl(u: string): boolean {
+  return /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(u);
+}
+
+/** ap_proxy_location_reverse_map. */
+export function locationReverseMap(r: Request, dc: ProxyDirConf, url: string): string {
+  if (r.proxyreq !== PROXYREQ_REVERSE) return url;
+  const interp = dc.interpolateEnv === true;
+  for (const ent of dc.raliases) {
+    const real = interp && ent.interpolate ? interpolate(r, ent.real) : ent.real;
+    const fake = interp && ent.interpolate ? interpolate(r, ent.fake) : ent.fake;
+    const balancer = /^balancer:\/\//i.test(real) ? apiOf(r).getBalancer(apiOf(r).serverConf(r.server), real) : undefined;
+    if (balancer !== undefined) {
+      const after = real.slice('balancer://'.length);
+      const slash = after.indexOf('/');
+      let urlpart: string | undefined = slash < 0 ? undefined : after.slice(slash);
+      if (urlpart === '/') urlpart = undefined;
+      for (const w of balancer.workers) {
+        let name = w.name;
+        if (urlpart !== undefined) {
+          if (name.endsWith('/')) name = name.slice(0, -1);
+          if (url.length >= name.length + urlpart.length && url.slice(0, name.length).toLowerCase() === name.toLowerCase() && url.startsWith(urlpart, name.length)) {
+            const u = fake + url.slice(name.length + urlpart.length);
+            return isUrl(u) ? u : r.rt.constructUrl(r, u);
+          }
+        } else if (url.length >= name.length && url.slice(0, name.length).toLowerCase() === name.toLowerCase()) {
+          const u = fake === '/' && url[name.length] === '/' ? url.slice(name.length) : fake + url.slice(name.length);
+          return isUrl(u) ? u : r.rt.constructUrl(r, u);
+        }
+      }
+      continue;
+    }
+    let part = url;
+    if (real.startsWith('/')) {
+      const p = url.indexOf('://');
+      if (p >= 0) {
+        const s = url.indexOf('/', p + 3);
+        if (s >= 0) part = url.slice(s);
+      }
+    }
+    if (real.length > 0 && part.length >= real.length && part.slice(0, real.length).toLowerCase() === real.toLowerCase()) {
+      const u = fake + part.slice(real.length);
+      return isUrl(u) ? u : r.rt.constructUrl(r, u);
+    }
+  }
+  return url;
+}
+
+function interpolate(r: Request, s: string): string {
+  return s.includes('${') ? s.replace(/\$\{([^}]*)\}/g, (_m, n: string) => r.subprocessEnv.get(n) ?? '') : s;
+}
+
+/** ap_proxy_cookie_reverse_map: the path= and domain= of a Set-Cookie value. */
+export function cookieReverseMap(r: Request, dc: ProxyDirConf, str: string): string {
+  if (r.proxyreq !== PROXYREQ_REVERSE) return str;
+  const interp = dc.interpolateEnv === true;
+  let newpath: string | undefined; let newdomain: string | undefined;
+  let poffs = -1; let pend = -1; let doffs = -1; let dend = -1;
+  let pos = 0;
+  while (pos <= str.length) {
+    const semi = str.indexOf(';', pos);
+    const end = semi < 0 ? str.length : semi;
+    let t = pos;
+    while (t < end && /\s/.test(str[t]!)) t++;
+    const token = str.slice(t, end);
+    if (token.length > 0) {
+      if (token.slice(0, 5).toLowerCase() === 'path=') {
+        poffs = t + 5; pend = end;
+        const v = str.slice(poffs, pend);
+        for (const ent of dc.cookiePaths) {
+          const fake = interp && ent.interpolate ? interpolate(r, ent.fake) : ent.fake;
+          if (v.length >= fake.length && v.startsWith(fake)) { newpath = interp && ent.interpolate ? interpolate(r, ent.real) : ent.real; break; }
+        }
+      } else if (token.slice(0, 7).toLowerCase() === 'domain=') {
+        doffs = t + 7; dend = end;
+        const v = str.slice(doffs, dend);
+        for (const ent of dc.cookieDomains) {
+          const fake = interp && ent.interpolate ? interpolate(r, ent.fake) : ent.fake;
+          if (v.length >= fake.length && v.slice(0, fake.length).toLowerCase() === fake.toLowerCase()) { newdomain = interp && ent.interpolate ? interpolate(r, ent.real) : ent.real; break; }
+        }
+      }
+    }
+    if (semi < 0) break;
+    pos = semi + 1;
+  }
+  if (newpath === undefined && newdomain === undefined) return str;
+  const edits: [number, number, string][] = [];
+  if (newpath !== undefined) edits.push([poffs, pend, newpath]);
+  if (newdomain !== undefined) edits.push([doffs, dend, newdomain]);
+  edits.sort((a, b) => b[0] - a[0]);
+  let out = str;
+  for (const [s, e, v] of edits) out = out.slice(0, s) + v + out.slice(e);
+  return out;
+}
+
+/** process_proxy_header: dates canonicalised, URLs and cookies reverse-mapped. */
+function processHeader(r: Request, dc: ProxyDirConf, name: string, value: string): void {
+  const k = name.toLowerCase();
+  if (k === 'date' || k === 'expires' || k === 'last-modified') r.headersOut.add(name, dateCanon(value));
+  else if (k === 'location' || k === 'content-location' || k === 'uri' || k === 'destination') r.headersOut.add(name, locationReverseMap(r, dc, value));
+  else if (k === 'set-cookie') r.headersOut.add(name, cookieReverseMap(r, dc, value));
+  else r.headersOut.add(name, value);
+}
+
+// ---- the request ----------------------------------------------------------------------------
+interface Req {
+  r: Request;
+  api: ProxyApi;
+  worker: ProxyWorker;
+  sconf: ProxyServerConf;
+  dconf: ProxyDirConf;
+  conn: ProxyConn;
+  url: string;
+  /** The backend URL's host, port given, path. */
+  host: string;
+  portStr: string | undefined;
+  path: string;
+  force10: boolean;
+  upgrade: string | undefined;
+  serverPortStr: string;
+  proxyFunction: string;
+}
+
+/** ap_proxy_worker_can_upgrade. */
+function canUpgrade(w: ProxyWorker, upgrade: string, dflt: string | undefined): boolean {
+  const allowed = w.params.upgrade ?? dflt;
+  if (allowed === undefined || allowed.toLowerCase() === 'none') return false;
+  if (allowed === '*') return true;
+  const want = upgrade.split(',').map((t) => t.trim().toLowerCase());
+  return allowed.split(',').some((a) => want.includes(a.trim().toLowerCase()));
+}
+
+function hasToken(v: string | undefined, tok: string): boolean {
+  return v !== undefined && v.split(',').some((t) => t.trim().toLowerCase() === tok);
+}
+
+/** ap_proxy_create_hdrbrgd + the body framing of ap_proxy_http_prefetch: the head to send and
+ *  how the body goes (or a status). */
+async function buildRequest(q: Req): Promise<{ head: string; body: 'none' | 'cl' | 'chunked'; prefetched: Buffer[]; ended: boolean } | number> {
+  const { r, conn, dconf, sconf } = q;
+  const env = r.subprocessEnv;
+  if (q.force10 || env.has('proxy-nokeepalive')) conn.close = true;
+  const savedHost = r.headersIn.get('Host');
+  const h = r.headersIn.copy();
+  let oldTe = h.get('Transfer-Encoding');
+  let oldCl = h.get('Content-Length');
+  h.unset('Transfer-Encoding');
+  h.unset('Content-Length');
+  clearConnection((n) => h.get(n), (n) => h.unset(n));
+  h.unset('Keep-Alive');
+  h.unset('Upgrade');
+  h.unset('TE');
+  if (q.force10) h.unset('Trailer');
+  let host: string;
+  if (dconf.preserveHost !== true) {
+    const bare = q.host.replace(/^\[|\]$/g, '');
+    const withPort = q.portStr !== undefined && Number(q.portStr) !== 80;
+    host = bare.includes(':') ? `[${bare}]${withPort ? ':' + q.portStr : ''}` : `${bare}${withPort ? ':' + q.portStr : ''}`;
+  } else {
+    host = savedHost ?? r.server.serverHostname ?? '';
+    if (savedHost === undefined) r.log(MOD, APLOG_WARNING, `AH01092: no HTTP 0.9 request (with no host line) on incoming request and preserve host set forcing hostname to be ${host} for uri ${r.uri}`);
+  }
+  h.unset('Host');
+  const via = sconf.viaopt ?? 'off';
+  if (via === 'block') h.unset('Via');
+  else if (via !== 'off') {
+    let sn = getServerName(r);
+    if (sn === r.hostname) sn = r.server.serverHostname ?? sn;
+    const v = `${Math.floor(r.protoNum / 1000)}.${r.protoNum % 1000} ${sn}${q.serverPortStr}`;
+    h.merge('Via', via === 'full' ? `${v} (${VIA_BANNER})` : v);
+  }
+  h.unset('Expect');
+  if (dconf.addForwardedHeaders !== false && r.proxyreq === PROXYREQ_REVERSE) {
+    h.merge('X-Forwarded-For', r.useragentIp);
+    if (savedHost !== undefined) h.merge('X-Forwarded-Host', savedHost);
+    h.merge('X-Forwarded-Server', r.server.serverHostname ?? '');
+  }
+  if (r.user !== undefined && !env.has('Proxy-Chain-Auth')) h.unset('Proxy-Authorization');
+  if (r.main !== null) for (const n of ['If-Match', 'If-Modified-Since', 'If-Range', 'If-Unmodified-Since', 'If-None-Match']) h.unset(n);
+  const creds = r.notes.get('proxy-basic-creds');
+  if (creds !== undefined) h.merge('Proxy-Authorization', creds);
+  let head = `${r.method} ${q.path} HTTP/1.${q.force10 ? 0 : 1}\r\nHost: ${host}\r\n`;
+  h.forEach((name, value) => { head += `${name}: ${value}\r\n`; });
+
+  // The body: prefetch up to 16 KB to decide between Content-Length and chunked.
+  let body: 'none' | 'cl' | 'chunked' = 'none';
+  const prefetched: Buffer[] = [];
+  let ended = true;
+  if (r.main !== null && r.keptBody === null) {
+    conn.close = true;
+    oldTe = undefined; oldCl = undefined;
+  } else {
+    if (oldTe !== undefined && oldTe.toLowerCase() !== 'chunked') {
+      r.log(MOD, APLOG_ERR, `AH01093: ${oldTe} Transfer-Encoding is not supported`);
+      return 500;
+    }
+    if (oldCl !== undefined && oldTe !== undefined) { oldCl = undefined; conn.close = true; }
+    const hasBody = r.body !== null && (r.body.length > 0 || r.body.chunked);
+    let bytes = 0;
+    ended = !hasBody;
+    if (hasBody) {
+      try {
+        while (bytes < MAX_MEM_SPOOL - 80) {
+          const b = await r.read();
+          if (b === null) { ended = true; break; }
+          prefetched.push(b);
+          bytes += b.length;
+        }
+      } catch (e) {
+        return e instanceof FilterError ? e.status : 400;
+      }
+    }
+    if (ended) {
+      if (oldCl !== undefined || oldTe !== undefined || bytes > 0) { oldCl = String(bytes); body = 'cl'; }
+    } else if (oldCl !== undefined) {
+      body = 'cl';
+    } else if (!q.force10 && !env.has('proxy-sendcl')) {
+      body = 'chunked';
+    } else {
+      // RB_SPOOL_CL: the whole body first (httpd spools to a file past 16 KB).
+      try {
+        for (let b = await r.read(); b !== null; b = await r.read()) { prefetched.push(b); bytes += b.length; }
+      } catch (e) {
+        return e instanceof FilterError ? e.status : 400;
+      }
+      ended = true;
+      oldCl = String(bytes);
+      body = 'cl';
+    }
+    if (env.has('proxy-sendchunked') && body === 'cl' && !q.force10 && bytes > 0) body = 'chunked';
+  }
+  if (body === 'chunked') head += 'Transfer-Encoding: chunked\r\n';
+  else if (body === 'cl' && oldCl !== undefined) head += `Content-Length: ${oldCl}\r\n`;
+  if (!q.force10) {
+    if (q.upgrade !== undefined) head += `Connection: Upgrade\r\nUpgrade: ${q.upgrade}\r\n`;
+    else if (!conn.close && q.worker.params.disablereuse !== true && !q.worker.generic) head += 'Connection: Keep-Alive\r\n';
+    else head += 'Connection: close\r\n';
+  }
+  head += '\r\n';
+  return { head, body, prefetched, ended };
+}
+
+function writeTo(conn: ProxyConn, data: Buffer | string): Promise<boolean> {
+  const s = conn.socket;
+  if (s === null || s.destroyed) return Promise.resolve(false);
+  return new Promise((res) => {
+    s.write(data, (e) => res(e == null));
+  });
+}
+
+/** Sends the request and its body (stream_reqbody); OK or a status. */
+async function sendRequest(q: Req, built: { head: string; body: 'none' | 'cl' | 'chunked'; prefetched: Buffer[]; ended: boolean }): Promise<number> {
+  const { r, conn } = q;
+  const chunked = built.body === 'chunked';
+  const frame = (b: Buffer): Buffer[] => (chunked ? [Buffer.from(b.length.toString(16) + '\r\n', 'latin1'), b, Buffer.from('\r\n')] : [b]);
+  let out: Buffer[] = [Buffer.from(built.head, 'latin1')];
+  let sent = 0;
+  for (const b of built.prefetched) out.push(...frame(b));
+  if (built.ended && chunked) out.push(Buffer.from('0\r\n\r\n'));
+  const failed = (): number => {
+    r.log(MOD, APLOG_ERR, `AH01084: pass request body failed to ${(conn as ProxyConn & { addr?: string }).addr ?? conn.hostname + ':' + conn.port} (${conn.hostname})`);
+    conn.close = true;
+    if (r.connection.aborted) return 400;
+    return 503;
+  };
+  const first = Buffer.concat(out);
+  sent += first.length;
+  if (!(await writeTo(conn, first))) return failed();
+  if (!built.ended) {
+    try {
+      for (let b = await r.read(); b !== null; b = await r.read()) {
+        out = frame(b);
+        const buf = out.length === 1 ? out[0]! : Buffer.concat(out);
+        sent += buf.length;
+        if (!(await writeTo(conn, buf))) return failed();
+      }
+    } catch (e) {
+      conn.close = true;
+      r.log(MOD, APLOG_ERR, `AH02608: read request body failed to ${conn.hostname}:${conn.port} from ${r.useragentIp} (${r.connection.remoteHost ?? ''})`);
+      return e instanceof FilterError ? e.status : 400;
+    }
+    if (chunked && !(await writeTo(conn, '0\r\n\r\n'))) return failed();
+  }
+  q.api.countBytes(q.worker, sent, 0);
+  return OK;
+}
+
+/** ap_proxy_http_process_response. */
+async function processResponse(q: Req, rd: BackendReader): Promise<number> {
+  const { r, conn, dconf, sconf, api } = q;
+  const maxLine = q.worker.params.responsefieldsize ?? 8192;
+  const badopt = sconf.badopt ?? 'error';
+  for (;;) {
+    let line: string | null;
+    try {
+      line = await rd.readLine(maxLine);
+      if (line === '') line = await rd.readLine(maxLine);
+    } catch (e) {
+      const timedOut = e instanceof ProxyIoError && e.kind === 'timeout';
+      r.log(MOD, APLOG_ERR, `AH01102: error reading status line from remote server ${conn.hostname}:${conn.port}`, timedOut ? { code: 70007, text: 'The timeout specified has expired' } : { code: 104, text: 'Connection reset by peer' });
+      if (timedOut) { r.notes.set('proxy_timedout', '1'); r.log(MOD, APLOG_DEBUG, 'AH01103: read timeout'); }
+      conn.close = true;
+      return api.proxyError(r, 502, 'Error reading from remote server');
+    }
+    if (line === null || line === '') {
+      r.log(MOD, APLOG_ERR, `AH01102: error reading status line from remote server ${conn.hostname}:${conn.port}`, { code: 70014, text: 'End of file found' });
+      conn.close = true;
+      return api.proxyError(r, 502, 'Error reading from remote server');
+    }
+    api.countBytes(q.worker, 0, line.length);
+    const st = parseStatusLine(line);
+    let backasswards = false;
+    let major = 1; let minor = 1;
+    let te: string | undefined;
+    let proxyStatus: number;
+    let keptLine: string | undefined;
+    if (st !== undefined) {
+      major = st.major; minor = st.minor;
+      if (major !== 1 || line.length >= maxLine - 1) {
+        conn.close = true;
+        return api.proxyError(r, 502, `Corrupt status line returned by remote server: ${line}`);
+      }
+      proxyStatus = st.status;
+      r.notes.set('proxy-status', line.slice(9));
+      r.status = proxyStatus;
+      r.statusLine = st.statusLine;
+      const savedCookies = r.headersOut.getAll('Set-Cookie');
+      r.headersOut = new (r.headersOut.constructor as new () => typeof r.headersOut)();
+      let saw = false;
+      let last: [string, string] | undefined;
+      const flush = (): void => { if (last !== undefined) { processHeader(r, dconf, last[0], last[1]); last = undefined; } };
+      let bad = false;
+      try {
+        for (;;) {
+          const hl = await rd.readLine(maxLine);
+          if (hl === null) { bad = true; break; }
+          if (hl === '') break;
+          if ((hl[0] === ' ' || hl[0] === '\t') && last !== undefined) { last[1] += ' ' + hl.trim(); continue; }
+          const res = headerLine(hl, badopt, saw);
+          if (res.kind === 'field') { flush(); last = [res.name, res.value]; saw = true; continue; }
+          if (res.kind === 'error') { bad = true; break; }
+          if (res.kind === 'body') {
+            r.log(MOD, APLOG_WARNING, res.sawHeaders ? `AH01098: Starting body due to bogus non-header in headers returned by ${r.uri} (${r.method})` : `AH01099: No HTTP headers returned by ${r.uri} (${r.method})`);
+            keptLine = hl + '\r\n';
+            break;
+          }
+          r.log(MOD, APLOG_WARNING, `AH01100: Ignoring bogus HTTP header returned by ${r.uri} (${r.method})`);
+        }
+      } catch (e) {
+        if (e instanceof ProxyIoError && e.kind === 'toolong') r.log(MOD, APLOG_WARNING, `AH10124: header size is over the limit allowed by ResponseFieldSize (${maxLine} bytes).`);
+        else r.log(MOD, APLOG_WARNING, 'AH10404: Error reading headers from backend');
+        bad = true;
+      }
+      flush();
+      if (bad) {
+        r.log(MOD, APLOG_WARNING, `AH01106: bad HTTP/${major}.${minor} header returned by ${r.uri} (${r.method})`);
+        conn.close = true;
+        r.headersOut.clear();
+        r.status = 502;
+        r.statusLine = 'bad gateway';
+        return 502;
+      }
+      if (savedCookies.length > 0) {
+        const now = r.headersOut.getAll('Set-Cookie');
+        r.headersOut.unset('Set-Cookie');
+        for (const c of [...savedCookies, ...now]) r.headersOut.add('Set-Cookie', c);
+      }
+      te = r.headersOut.get('Transfer-Encoding');
+      if (te !== undefined && r.headersOut.has('Content-Length')) {
+        r.headersOut.unset('Content-Length');
+        r.log(MOD, APLOG_DEBUG, `AH01107: server ${conn.hostname}:${conn.port} returned Transfer-Encoding and Content-Length`);
+        conn.close = true;
+      }
+      const upgrade = r.headersOut.get('Upgrade');
+      if (proxyStatus === 101) {
+        if (upgrade === undefined || q.upgrade === undefined || upgrade.toLowerCase() !== q.upgrade.toLowerCase()) {
+          return api.proxyError(r, 502, `Unexpected Upgrade: ${upgrade ?? 'n/a'} (expecting ${q.upgrade ?? 'n/a'})`);
+        }
+        conn.close = true;
+      }
+      if (clearConnection((n) => r.headersOut.get(n), (n) => r.headersOut.unset(n))) conn.close = true;
+      const ct = r.headersOut.get('Content-Type');
+      if (ct !== undefined) r.contentType = ct;
+      for (const hbh of HOP_BY_HOP) r.headersOut.unset(hbh);
+      if (via(sconf) !== 'off' && via(sconf) !== 'block') {
+        let sn = getServerName(r);
+        if (sn === r.hostname) sn = r.server.serverHostname ?? sn;
+        const v = `${Math.floor(r.protoNum / 1000)}.${r.protoNum % 1000} ${sn}${q.serverPortStr}`;
+        r.headersOut.add('Via', via(sconf) === 'full' ? `${v} (${VIA_BANNER})` : v);
+      }
+      if (major < 1 || minor < 1) { conn.close = true; r.connection.keepAlive = false; }
+      // Interim responses.
+      if (proxyStatus >= 100 && proxyStatus < 200) {
+        if (proxyStatus === 101) {
+          const raw = `HTTP/1.1 101 Switching Protocols\r\nUpgrade: ${upgrade}\r\nConnection: Upgrade\r\n\r\n`;
+          r.headersSent = true;
+          r.eosSent = true;
+          r.connection.bytesOut += raw.length;
+          r.connection.wire.write(raw, 'latin1');
+          r.log(MOD, APLOG_DEBUG, `AH10239: HTTP: tunneling protocol ${upgrade}`);
+          const idle = api.backendTimeout(q.worker, r);
+          await api.tunnel(r, conn, idle);
+          r.connection.keepAlive = false;
+          r.status = 101;
+          return DONE;
+        }
+        const policy = r.subprocessEnv.get('proxy-interim-response');
+        if (policy === undefined || policy.toLowerCase() === 'rfc') {
+          if (!(policy !== undefined && proxyStatus === 100 && !r.expecting100)) sendInterim(r, proxyStatus, st.statusLine);
+        } else if (policy.toLowerCase() !== 'suppress') {
+          r.log(MOD, APLOG_WARNING, 'AH01108: undefined proxy interim response policy');
+        }
+        r.headersOut.clear();
+        r.status = 200;
+        r.statusLine = undefined;
+        continue;
+      }
+    } else {
+      // An HTTP/0.9 response: the line is body.
+      backasswards = true;
+      proxyStatus = 200;
+      r.status = 200;
+      r.statusLine = '200 OK';
+      conn.close = true;
+      keptLine = line + '\n';
+    }
+
+    // ProxyErrorOverride: the backend's error body is dropped, our own error page is sent.
+    if (shouldOverride(dconf, proxyStatus)) {
+      if (proxyStatus === 401) {
+        const wa = r.headersOut.get('WWW-Authenticate');
+        if (wa !== undefined) r.errHeadersOut.set('WWW-Authenticate', wa);
+        else r.log(MOD, APLOG_DEBUG, 'AH01109: origin server sent 401 without WWW-Authenticate header');
+      }
+      r.status = 200;
+      if (!r.headerOnly) await drainBody(q, rd, te, proxyStatus);
+      r.notes.set('proxy-error-override', '1');
+      r.statusLine = undefined;
+      return proxyStatus;
+    }
+    if (r.headersOut.has('Upgrade') && q.upgrade === undefined) r.headersOut.unset('Upgrade');
+    return sendBody(q, rd, te, proxyStatus, keptLine, backasswards);
+  }
+}
+
+function via(sconf: ProxyServerConf): string { return sconf.viaopt ?? 'off'; }
+
+/** ap_proxy_should_override. */
+function shouldOverride(dc: ProxyDirConf, status: number): boolean {
+  if (dc.errorOverride !== true) return false;
+  if (dc.errorOverrideCodes.length === 0) return status >= 400 && status < 600;
+  return dc.errorOverrideCodes.includes(status);
+}
+
+/** ap_send_interim_response. */
+function sendInterim(r: Request, status: number, statusLine: string): void {
+  if (r.protoNum < 1001) return;
+  let head = `HTTP/1.1 ${statusLine}\r\n`;
+  r.headersOut.forEach((n, v) => { head += `${n}: ${v}\r\n`; });
+  head += '\r\n';
+  r.connection.bytesOut += head.length;
+  r.connection.wire.write(head, 'latin1');
+  void status;
+}
+
+/** How the body is framed: chunked, a length, or until the backend closes. */
+function framing(q: Req, te: string | undefined, status: number): { kind: 'none' } | { kind: 'chunked' } | { kind: 'length'; n: number } | { kind: 'close' } {
+  if (q.r.method === 'HEAD' || status === 204 || status === 304) return { kind: 'none' };
+  if (te !== undefined && hasToken(te, 'chunked')) return { kind: 'chunked' };
+  const cl = q.r.headersOut.get('Content-Length');
+  if (cl !== undefined && /^\d+$/.test(cl.trim())) return { kind: 'length', n: Number(cl.trim()) };
+  q.conn.close = true;
+  return { kind: 'close' };
+}
+
+async function drainBody(q: Req, rd: BackendReader, te: string | undefined, status: number): Promise<void> {
+  const f = framing(q, te, status);
+  try {
+    if (f.kind === 'none') return;
+    if (f.kind === 'length') {
+      let left = f.n;
+      while (left > 0) { const b = await rd.read(Math.min(left, 65536)); if (b === null) break; left -= b.length; }
+      return;
+    }
+    if (f.kind === 'chunked') {
+      const dec = new ChunkedDecoder();
+      while (!dec.done) { const b = await rd.read(65536); if (b === null) break; const { rest } = dec.push(b); if (rest) rd.unread(rest); }
+      return;
+    }
+    while ((await rd.read(65536)) !== null) { /* until close */ }
+  } catch {
+    q.conn.close = true;
+  }
+}
+
+/** The body to the client as it arrives (httpd flushes whenever the backend has nothing more
+ *  ready, so nothing waits for the whole body). */
+async function sendBody(q: Req, rd: BackendReader, te: string | undefined, status: number, kept: string | undefined, backasswards: boolean): Promise<number> {
+  const { r, conn, api } = q;
+  const f = backasswards ? { kind: 'close' as const } : framing(q, te, status);
+  r.headersOut.unset('Transfer-Encoding');
+  const ioSize = q.worker.params.iobuffersize ?? q.sconf.ioBufferSize ?? 8192;
+  const pieces: Buffer[] = kept !== undefined ? [Buffer.from(kept, 'latin1')] : [];
+  if (f.kind === 'none') {
+    await r.write([...pieces.map((b) => dataBucket(b)), EOS]);
+    return OK;
+  }
+  let left = f.kind === 'length' ? f.n : Infinity;
+  const dec = f.kind === 'chunked' ? new ChunkedDecoder() : null;
+  let received = 0;
+  let first = true;
+  try {
+    for (;;) {
+      if (r.connection.aborted) { conn.close = true; return OK; }
+      if (f.kind === 'length' && left <= 0) break;
+      if (dec !== null && dec.done) break;
+      const b = await rd.read(f.kind === 'length' ? Math.min(left, Math.max(ioSize, 65536)) : Math.max(ioSize, 65536));
+      if (b === null) {
+        if (f.kind === 'close') break;
+        throw new ProxyIoError('closed', 'End of file found');
+      }
+      received += b.length;
+      let data: Buffer[];
+      if (dec !== null) {
+        const res = dec.push(b);
+        data = res.data;
+        if (res.rest !== null) rd.unread(res.rest);
+      } else {
+        data = [b];
+        left -= b.length;
+      }
+      const buckets = [...pieces.map((x) => dataBucket(x)), ...data.map((x) => dataBucket(x))];
+      pieces.length = 0;
+      const finished = (f.kind === 'length' && left <= 0) || (dec !== null && dec.done);
+      if (finished) {
+        if (dec !== null) for (const [n, v] of dec.trailers) r.headersOut.add(n, v);
+        await r.write([...buckets, EOS]);
+        api.countBytes(q.worker, 0, received);
+        return OK;
+      }
+      if (buckets.length > 0) await r.write(first ? buckets : [...buckets, ...(q.worker.params.flushpackets === 'on' ? [FLUSH] : [])]);
+      first = false;
+    }
+  } catch (e) {
+    conn.close = true;
+    if (e instanceof ChunkError) r.log(MOD, APLOG_ERR, 'AH02475: Response chunk/line was too large to parse');
+    else r.log(MOD, APLOG_ERR, 'AH01110: Network error reading response', e instanceof ProxyIoError && e.kind === 'timeout' ? { code: 70007, text: 'The timeout specified has expired' } : { code: 70014, text: 'End of file found' });
+    api.countBytes(q.worker, 0, received);
+    if (!r.headersSent) {
+      // Nothing went out yet: the error response can still be the status.
+      if (pieces.length === 0 && first) {
+        r.headersOut.clear();
+        return api.proxyError(r, 502, 'Error reading from remote server');
+      }
+    }
+    api.backendBroke(r, []);
+    return OK;
+  }
+  await r.write([...pieces.map((x) => dataBucket(x)), EOS]);
+  api.countBytes(q.worker, 0, received);
+  return OK;
+}
+
+// ---- the handler ----------------------------------------------------------------------------
+/** proxy_http_handler. */
+async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, url: string, proxyname: string | undefined, proxyport: number): Promise<number> {
+  const m = /^(https?|wss?|h2c?):/i.exec(url);
+  const scheme = m?.[1]?.toLowerCase();
+  if (scheme === undefined || scheme === 'h2' || scheme === 'h2c') {
+    r.log(MOD, APLOG_DEBUG, `AH01113: HTTP: declining URL ${url}`);
+    return DECLINED;
+  }
+  const api = apiOf(r);
+  const isSsl = scheme === 'https' || scheme === 'wss';
+  const proxyFunction = scheme;
+  if (isSsl && r.rt.ctx.provider('ssl_proxy', 'ssl') === undefined) {
+    r.log(MOD, APLOG_DEBUG, `AH01112: HTTPS: declining URL ${url} (mod_ssl not configured?)`);
+    return DECLINED;
+  }
+  const acquired = api.acquireConnection(proxyFunction, worker, r.server);
+  if (typeof acquired === 'number') return acquired;
+  const conn = acquired;
+  const dconf = api.dirConf(r);
+  try {
+    let st = await api.determineConnection(r, sconf, worker, conn, url, proxyname, proxyport);
+    if (st !== OK) return st;
+    const u = /^[a-z0-9+.-]+:\/\/(\[[^\]]*\]|[^/:?#]*)(?::(\d*))?([^]*)$/i.exec(url.replace(/^unix:[^|]*\|/i, ''));
+    const host = u?.[1] ?? '';
+    const portStr = u?.[2] !== undefined && u[2] !== '' ? u[2] : undefined;
+    let path = u?.[3] ?? '/';
+    if (path === '') path = '/';
+    // Through a ProxyRemote (forward) proxy, or as a forward proxy to another: the absolute URL.
+    if (proxyname !== undefined) path = url;
+    const port = r.connection.localPort;
+    const defPort = r.connection.localPort === 443 ? 443 : 80;
+    const q: Req = {
+      r, api, worker, sconf, dconf, conn, url, host, portStr, path,
+      force10: r.subprocessEnv.has('force-proxy-request-1.0'), upgrade: undefined,
+      serverPortStr: port !== defPort ? `:${port}` : '', proxyFunction,
+    };
+    const up = r.headersIn.get('Upgrade');
+    if (up !== undefined && hasToken(r.headersIn.get('Connection'), 'upgrade') && !q.force10
+      && canUpgrade(worker, up, scheme.startsWith('ws') ? 'WebSocket' : undefined)) {
+      q.upgrade = up;
+    }
+    st = await api.connectBackend(proxyFunction, conn, worker, r);
+    if (st !== OK) {
+      if (st === 503) r.log(MOD, APLOG_ERR, `AH01114: HTTP: failed to make connection to backend: ${conn.hostname}`);
+      return st;
+    }
+    const built = await buildRequest(q);
+    if (typeof built === 'number') return built;
+    st = await sendRequest(q, built);
+    if (st !== OK) return st;
+    return await processResponse(q, api.reader(conn, r));
+  } finally {
+    api.releaseConnection(proxyFunction, conn, r.server);
+  }
+}
+
+const provider: ProxySchemeProvider = { canon, handle };
+
+const decl: ModuleDecl<undefined, undefined> = {
+  name: 'proxy_http_module',
+  source: 'mod_proxy_http.c',
+  apiVersion: MODULE_API_VERSION,
+  providers: [{ group: 'proxy_scheme', name: 'http', version: '0', provider }],
+};
+
+export default defineModule(decl);
