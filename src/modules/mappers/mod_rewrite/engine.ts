@@ -685,7 +685,7 @@ function* applyRule(p: RewriteRule, ctx: Ctx): Step<number> {
   const perdir = ctx.perdir;
   let isProxyreq = false;
   if (perdir !== undefined) {
-    isProxyreq = false; // plume has no proxy requests (r->proxyreq) yet
+    isProxyreq = r.proxyreq !== 0 && r.filename.startsWith('proxy:');
     if (r.pathInfo !== '') {
       if (traceOn(r, 3)) rewritelog(r, 3, perdir, L.pathInfo, `add path info postfix: ${ctx.uri} -> ${ctx.uri}${r.pathInfo}`);
       ctx.uri = ctx.uri + r.pathInfo;

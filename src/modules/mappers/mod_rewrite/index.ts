@@ -275,7 +275,7 @@ function proxyAnswer(r: Request, perdir: string | undefined, rulestatus: number)
   if (rulestatus === ACTION_NOESCAPE) r.notes.set('proxy-nocanon', '1');
   if (perdir === undefined && r.pathInfo !== '') r.filename += r.pathInfo;
   if (r.args !== undefined && r.notes.has('proxy-nocanon')) r.filename += '?' + r.args;
-  r.notes.set('rewrite-proxyreq', 'reverse');
+  r.proxyreq = 2; // PROXYREQ_REVERSE
   r.handler = 'proxy-server';
   if (traceOn(r, 1)) rewritelog(r, 1, perdir, perdir !== undefined ? L.dGoProxy : L.goProxy, `go-ahead with proxy request ${r.filename} [OK]`);
   r.trace?.record('rewrite_result', { perdir, text: `proxy request ${r.filename} (handler proxy-server)` });
