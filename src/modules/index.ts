@@ -59,6 +59,7 @@ import substitute from './filters/mod_substitute.js';
 import extFilter from './filters/mod_ext_filter.js';
 import charsetLite from './filters/mod_charset_lite.js';
 import bucketeer from './debugging/mod_bucketeer.js';
+import dumpio from './debugging/mod_dumpio.js';
 import expires from './metadata/mod_expires.js';
 import uniqueId from './metadata/mod_unique_id.js';
 import usertrack from './metadata/mod_usertrack.js';
@@ -94,7 +95,7 @@ const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 const ALL: AnyModuleHandle[] = [
   h(core), h(so), h(watchdog), h(httpCore), h(logConfig), h(logio), h(version),
   h(mpmEvent), h(mpmWorker), h(mpmPrefork), h(unixd),
-  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(lbmethodByrequests), h(lbmethodBytraffic), h(lbmethodBybusyness), h(lbmethodHeartbeat), h(buffer), h(data), h(ratelimit), h(proxyBalancer), h(reqtimeout), h(ssl), h(filter), h(reflector), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(echo), h(logDebug), h(mime), h(http2), h(status), h(info), h(autoindex), h(asis), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(speling), h(userdir), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(usertrack), h(uniqueId), h(remoteip), h(proxy), h(proxyHttp), h(proxyWstunnel),
+  h(authnFile), h(authnAnon), h(authnDbm), h(authnCore), h(authzHost), h(authzGroupfile), h(authzUser), h(authzDbm), h(authzOwner), h(authzCore), h(accessCompat), h(allowmethods), h(authBasic), h(authDigest), h(socacheShmcb), h(socacheDbm), h(socacheMemcache), h(socacheRedis), h(slotmemShm), h(lbmethodByrequests), h(lbmethodBytraffic), h(lbmethodBybusyness), h(lbmethodHeartbeat), h(buffer), h(data), h(ratelimit), h(proxyBalancer), h(reqtimeout), h(ssl), h(filter), h(reflector), h(deflate), h(brotli), h(substitute), h(extFilter), h(charsetLite), h(include), h(request), h(bucketeer), h(dumpio), h(echo), h(logDebug), h(mime), h(http2), h(status), h(info), h(autoindex), h(asis), h(cgid), h(cgi), h(vhostAlias), h(negotiation), h(dir), h(actions), h(speling), h(userdir), h(alias), h(rewrite), h(env), h(setenvif), h(expires), h(headers), h(usertrack), h(uniqueId), h(remoteip), h(proxy), h(proxyHttp), h(proxyWstunnel),
   h(proxyFcgi), h(proxyScgi), h(proxyUwsgi),
   h(caseFilter), h(caseFilterIn),
 ];

@@ -2,12 +2,13 @@
 // the services modules call on a request (subrequests, internal redirects, filters, URLs,
 // logging). Built once after the configuration is read; read-only afterwards.
 
+import type { ConnectionTap } from './connection-tap.js';
 import type { ConfigContext } from './config/context.js';
 import { buildHookLists, type HookLists } from './hooks.js';
 import type { FilterSpec, Brigade, FilterInstance, InputFilterSpec } from './filters.js';
 import { instantiate, instantiateInput, insertFilter } from './filters.js';
 import { readBody } from './http/http-in.js';
-import type { Request } from './request/request.js';
+import type { ConnRec, Request } from './request/request.js';
 import type { MaybePromise } from './module.js';
 import type { ServerRec } from './server-rec.js';
 import { errnoOf } from './log/error-log.js';
@@ -33,6 +34,8 @@ export class Runtime {
   readonly protocolSwitching: boolean;
   /** Protocols other than HTTP that take whole connections (mod_echo), in load order. */
   readonly connectionProcessors: readonly ConnectionProcessor[];
+  /** Connection-level filters (mod_dumpio): per connection, its tap or null. */
+  readonly connectionTaps: readonly ((c: ConnRec) => ConnectionTap | null)[];
   /** Generation counter: caches keyed on configuration compare it. */
   readonly generation: number;
   private static generations = 0;
@@ -53,6 +56,7 @@ export class Runtime {
     this.connectionLayers = ctx.providerNames('connection_layer').map((n) => ctx.provider('connection_layer', n)!.open(ctx)).filter((l): l is ConnectionLayer => l !== null);
     this.protocolSwitching = ctx.providerNames('protocol_switch').length > 0;
     this.connectionProcessors = ctx.providerNames('process_connection').map((n) => ctx.provider('process_connection', n)!.open(ctx)).filter((p): p is ConnectionProcessor => p !== null);
+    this.connectionTaps = ctx.providerNames('connection_tap').map((n) => ctx.provider('connection_tap', n)!.open(ctx)).filter((t): t is (c: ConnRec) => ConnectionTap | null => t !== null);
     this.generation = ++Runtime.generations;
   }
 

@@ -970,6 +970,26 @@ export function normErrorLine(line: string, ctx: NormContext): string {
   return normText(out, ctx, true);
 }
 
+/** mod_dumpio's trace of a response head holds the Server header, whose product differs
+ *  between the servers: it becomes <server>, and the byte count logged before it is restated
+ *  for the normalised head. */
+function normDumpioServer(lines: string[]): string[] {
+  for (let i = 1; i < lines.length; i++) {
+    const m = /^(.*dumpio_out \(data-HEAP\): HTTP\/.*?\\r\\nServer: )([^\\]*)(\\r\\n.*)$/.exec(lines[i]!);
+    if (m === null) continue;
+    let delta = '<server>'.length - m[2]!.length;
+    let line = m[1]! + '<server>' + m[3]!;
+    const d = /\\r\\nDate: [A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT\\r\\n/.exec(line);
+    if (d !== null) {
+      line = line.replace(d[0], '\\r\\nDate: <date>\\r\\n');
+      delta += '<date>'.length - 29;
+    }
+    lines[i] = line;
+    lines[i - 1] = lines[i - 1]!.replace(/(dumpio_out \(data-HEAP\): )(\d+)( bytes)$/, (_all, a: string, n: string, b: string) => a + String(Number(n) + delta) + b);
+  }
+  return lines;
+}
+
 /** mod_auth_digest's nonces: base64 of the time, then a SHA-1 keyed by the server's random
  *  secret (the shape is kept: 11 base64 characters, '=', 40 hex digits). */
 function normDigestNonces(s: string): string {
@@ -1187,7 +1207,7 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
       const step: RecordedStep = {
         request: normText(firstLine(parts), ctx, false),
         responses: normResponses,
-        errorLog: (collected[0] ?? []).map((l) => normErrorLine(l, ctx)),
+        errorLog: normDumpioServer((collected[0] ?? []).map((l) => normErrorLine(l, ctx))),
         accessLog: (collected[1] ?? []).map(normAccess),
       };
       if (stapledNow !== undefined) step.stapled = stapledNow;

@@ -11,6 +11,10 @@ import { streamFileRange } from './file-cache.js';
 import type { Runtime } from '../runtime.js';
 import { Request, type ConnRec, type RequestBody } from '../request/request.js';
 import type { Wire } from './wire.js';
+import type { ConnectionTap } from '../connection-tap.js';
+
+/** httpd's usual body read (HUGE_STRING_LEN), as a connection filter sees it asked. */
+const TAP_READ = 8192;
 import type { ServerRec } from '../server-rec.js';
 import { processRequest, die } from '../request/lifecycle.js';
 import { runAll } from '../hooks.js';
@@ -182,6 +186,12 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
   score: ScoreEntry | null = null;
   baseServer: ServerRec;
   readonly wire: Wire = this;
+  /** A connection-level filter watching this connection (mod_dumpio), or null. */
+  readonly tap: ConnectionTap | null = null;
+  /** Waiting for the next request of a kept-alive connection (the tap's view of it). */
+  private tapWaiting = false;
+  /** A request was read on this connection (the tap has something to show). */
+  private tapSeen = false;
   private buf: Buffer = EMPTY;
   private busy = false;
   private closed = false;
@@ -258,6 +268,10 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
     socket.on('close', () => { this.closed = true; this.aborted = true; this.dropTimer(); this.bodyWaiter?.(); this.drainWaiters(); scoreboard?.connClosed(this); kept.connection = this; });
     socket.on('drain', () => this.drainWaiters());
     scoreboard?.connOpened(this);
+    for (const t of rt.connectionTaps) {
+      const tap = t(this);
+      if (tap !== null) { this.tap = tap; break; }
+    }
     const rtp = rt.ctx.provider('read_timeout', 'reqtimeout');
     const header = rtp?.header(this.baseServer);
     if (rtp !== undefined && header !== undefined) {
@@ -786,6 +800,7 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
 
   /** The request starts: its time, the bytes read for it so far (mod_logio). */
   private begin(r: Request, bytesRead: number): void {
+    if (this.tap !== null) this.tapHead(bytesRead);
     this.busy = true;
     this.rtStage = RT_NONE;
     this.clearTimer();
@@ -794,6 +809,21 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
     this.bytesIn = bytesRead + this.carriedIn;
     this.carriedIn = 0;
     this.bytesOut = 0;
+  }
+
+  /** The request head as httpd reads it, one getline per line. */
+  private tapHead(n: number): void {
+    const tap = this.tap!;
+    this.tapWaiting = false;
+    this.tapSeen = true;
+    const head = this.buf.subarray(0, Math.min(n, this.buf.length));
+    let at = 0;
+    while (at < head.length) {
+      const nl = head.indexOf(0x0a, at);
+      const end = nl < 0 ? head.length : nl + 1;
+      tap.getline(head.subarray(at, end));
+      at = end;
+    }
   }
 
   /**
@@ -1040,6 +1070,14 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
   private requestEnded(r: Request): void {
     if (this.switched !== null) return;
     this.rtStage = RT_NONE;
+    if (this.tap !== null) {
+      this.tap.endRequest();
+      if (this.keepAlive && !this.destroyed) {
+        this.tap.speculative(this.buf.subarray(0, 1));
+        // Then httpd waits for the next request line with a getline read.
+        this.tapWaiting = true;
+      }
+    }
     if (this.keepAlive && !this.destroyed && !(this.eof && this.buf.length === 0)) {
       if (this.buf.length) this.checkPipeline();
       if (!this.keepAlive) { this.endConnection(); return; }
@@ -1082,6 +1120,14 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
 
   private endConnection(): void {
     if (this.switched !== null) return;
+    // DIFFERENCE: a connection that never sent a request is not shown (httpd shows its EOF
+    // read and EOC): connection probes would fill the trace.
+    if (this.tap !== null && !this.ending && this.tapSeen) {
+      // A kept-alive connection the client closed: httpd's read for the next request met EOF.
+      if (this.tapWaiting && this.eof) this.tap.getline(null);
+      this.tapWaiting = false;
+      this.tap.endConnection();
+    }
     this.busy = true;
     this.ending = true;
     this.buf = EMPTY;
@@ -1257,6 +1303,7 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
         }
         const n = Math.min(left, conn.buf.length);
         const piece = conn.buf.subarray(0, n);
+        if (conn.tap !== null) for (let o = 0; o < n; o += TAP_READ) conn.tap.readBytes(Math.min(left - o, TAP_READ), piece.subarray(o, Math.min(n, o + TAP_READ)));
         conn.consume(n);
         conn.bytesIn += n;
         left -= n;

@@ -170,6 +170,7 @@ function badHeaders(r: Request, state: HeaderState, bb: Brigade): MaybePromise<v
   }
   const head = 'HTTP/1.1 ' + statusLine(500) + '\r\nDate: ' + httpDate() + '\r\nServer: ' + serverBanner(globals(r.rt.ctx).serverTokens) + '\r\nContent-Length: 0\r\n\r\n';
   c.bytesOut += head.length;
+  if (c.tap) c.tap.writeHead(head, r.headerOnly || r.status === 304 || r.status === 204);
   c.wire.write(head, 'latin1');
   r.eosSent = true;
   return undefined;
@@ -255,6 +256,7 @@ function writeHead(r: Request): void {
   head += '\r\n';
   r.headersOut = out;
   c.bytesOut += head.length;
+  if (c.tap) c.tap.writeHead(head, r.headerOnly || r.status === 304 || r.status === 204);
   c.wire.write(head, 'latin1');
 }
 
@@ -316,8 +318,10 @@ const coreOutputFilter: FilterSpec<null> = {
   filter(f, bb) {
     const r = f.r;
     const w = r.connection.wire;
+    const tap = r.connection.tap;
     const ch = chunked(r);
     const body = !r.headerOnly && r.status !== 304 && r.status !== 204;
+    if (tap) tap.writeBrigade(bb, body);
     let pending: Promise<void> | null = null;
     const run = async (from: number): Promise<void> => {
       for (let i = from; i < bb.length; i++) await writeBucket(bb[i]!);

@@ -2,6 +2,7 @@
 // initialised in the constructor so the objects keep one shape on the hot path.
 
 import { readCount } from './stat-cache.js';
+import type { ConnectionTap } from '../connection-tap.js';
 import type { Stats } from 'node:fs';
 import { HeaderTable } from './headers.js';
 import type { ServerRec } from '../server-rec.js';
@@ -88,6 +89,8 @@ export interface ConnRec {
   /** Stops serving HTTP on the connection and hands its byte stream over (an HTTP/1.1
    *  connection only; absent where a tunnel cannot be made, as over HTTP/2). */
   detach?(): RawStream;
+  /** A connection-level filter watching this connection's bytes (mod_dumpio), if any. */
+  readonly tap?: ConnectionTap | null;
 }
 
 /** The request body, read on demand (httpd's input filter chain reduced to what HTTP needs). */
