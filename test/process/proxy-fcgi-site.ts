@@ -219,6 +219,15 @@ export function normalise(s: string, l: SiteLayout, p: SitePorts): string {
 export async function ask(port: number, r: SiteRequest, l: SiteLayout, p: SitePorts, errorLog: string): Promise<Answer> {
   const before = fs.existsSync(errorLog) ? fs.statSync(errorLog).size : 0;
   const res = await send(port, r, l.root);
+  // The request's error-log lines may be written just after the response: wait until the
+  // log has stopped growing (bounded), not a fixed time.
+  const sizeOf = (): number => (fs.existsSync(errorLog) ? fs.statSync(errorLog).size : 0);
+  for (let last = sizeOf(), still = 0, n = 0; still < 4 && n < 80; n++) {
+    await new Promise((res2) => setTimeout(res2, 25));
+    const now = sizeOf();
+    still = now === last ? still + 1 : 0;
+    last = now;
+  }
   const logText = fs.existsSync(errorLog) ? fs.readFileSync(errorLog).subarray(before).toString('latin1') : '';
   const body = normalise(res.body, l, p);
   const headers: [string, string][] = [];
