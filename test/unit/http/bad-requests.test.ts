@@ -44,7 +44,7 @@ const ROWS: Row[] = [
   { name: 'request line over LimitRequestLine', raw: get('/index.html?' + 'a'.repeat(200)), status: 414 },
   { name: 'request line of limit + 1 characters (httpd accepts it)', raw: get('/index.html?' + 'a'.repeat(101 - 'GET /index.html? HTTP/1.1'.length)), status: 200 },
   { name: 'request line of limit + 2 characters', raw: get('/index.html?' + 'a'.repeat(102 - 'GET /index.html? HTTP/1.1'.length)), status: 414 },
-  { name: 'request line without end, over the limit', raw: 'GET /' + 'a'.repeat(9000), status: 414 },
+  { name: 'request line without end, over the limit', raw: 'GET /' + 'a'.repeat(17000), status: 414 }, // past the 16000 bytes httpd reads (two 8000-byte reads) before it notices the overflow,
   { name: 'request line without end, closed', raw: 'GET /' + 'a'.repeat(300), status: NONE, end: true },
   { name: 'header line over LimitRequestFieldSize', raw: `GET /index.html HTTP/1.1\r\n${H}X-Long: ${'b'.repeat(200)}\r\n\r\n`, status: 400 },
   { name: 'header of limit + 1 characters', raw: `GET /index.html HTTP/1.1\r\n${H}X-L: ${'b'.repeat(101 - 5)}\r\n\r\n`, status: 200 },
