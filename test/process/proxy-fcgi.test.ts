@@ -23,9 +23,6 @@ const haveUwsgi = uwsgiBinary() !== undefined;
 const havePython = hasPython3();
 const haveApache = fs.existsSync('/usr/sbin/apache2') && fs.existsSync('/usr/lib/apache2/modules/mod_proxy_fcgi.so');
 
-/** Requests plume does not answer as Apache yet, for mod_proxy's part: the unix: prefix of
- *  SetHandler "proxy:unix:...|fcgi://" and the default reverse worker's proxy-nokeepalive. */
-const KNOWN_GAPS = new Set(['php-handler-unix', 'echo-handler-post', 'echo-unix']);
 
 function available(r: SiteRequest): boolean {
   if (r.needs === 'php-fpm') return haveFpm;
@@ -85,7 +82,7 @@ test('FastCGI, SCGI and uwsgi backends answer through plume as through Apache 2.
     const live = haveApache ? await answers('/usr/sbin/apache2', e) : undefined;
     for (const r of REQUESTS) {
       if (!available(r)) continue;
-      await t.test(r.name, KNOWN_GAPS.has(r.name) ? { todo: "mod_proxy's unix: sockets / proxy-nokeepalive" } : {}, () => {
+      await t.test(r.name, () => {
         const got = plume.get(r.name)!;
         assert.deepEqual(got, recorded[r.name], `${r.name}: plume against the recorded Apache answer`);
         if (live) assert.deepEqual(got, live.get(r.name), `${r.name}: plume against Apache now`);

@@ -77,7 +77,7 @@ export function fcgiCanon(r: Request, url: string, h: CanonHelpers): number {
 /** The request body as ap_proxy_prefetch_input leaves it: read ahead up to MAX_MEM_SPOOL
  *  bytes before connecting, Content-Length set from it when that was all of it (a chunked
  *  body becomes a counted one), the whole of it spooled when proxy-sendcl asks for a length. */
-async function prefetchBody(r: Request): Promise<{ status: number; next: () => Promise<Buffer | null> }> {
+async function prefetchBody(r: Request, ioBufferSize: number): Promise<{ status: number; next: () => Promise<Buffer | null> }> {
   const oldTe = r.headersIn.get('Transfer-Encoding');
   let oldCl: string | undefined;
   if (oldTe !== undefined) r.headersIn.unset('Content-Length');
@@ -107,11 +107,17 @@ async function prefetchBody(r: Request): Promise<{ status: number; next: () => P
   } catch (e) {
     return { status: e instanceof FilterError ? e.status : 400, next: () => Promise.resolve(null) };
   }
+  // What was read ahead goes out in records of up to ProxyIOBufferSize bytes, however the
+  // client's chunks fell (httpd partitions the prefetched brigade by iobuf_size).
+  let ahead = pieces.length > 0 ? Buffer.concat(pieces) : null;
   return {
     status: OK,
     next: () => {
-      const p = pieces.shift();
-      if (p !== undefined) return Promise.resolve(p);
+      if (ahead !== null) {
+        const p = ahead.subarray(0, ioBufferSize);
+        ahead = ahead.length > ioBufferSize ? ahead.subarray(ioBufferSize) : null;
+        return Promise.resolve(p);
+      }
       return ended ? Promise.resolve(null) : r.read();
     },
   };
@@ -126,7 +132,7 @@ export async function fcgiHandle(r: Request, call: SchemeCall, proxyname = '(nul
     return DECLINED;
   }
   if (r.wantsLog(MODULE, APLOG_DEBUG)) r.log(MODULE, APLOG_DEBUG, `AH01078: serving URL ${url}`);
-  const body = await prefetchBody(r);
+  const body = await prefetchBody(r, call.ioBufferSize);
   if (body.status !== OK) return body.status;
   // Connections are not reused unless disablereuse=Off was given on purpose: a FastCGI
   // server may not expect parallel requests on one connection.

@@ -14,7 +14,7 @@ import type {
   ProxyAlias, ProxyBalancer, ProxyBadHeader, ProxyReverseAlias, ProxyStatusOpt, ProxyVia, ProxyWorker,
 } from '../../../proxy/api.js';
 import {
-  makeBalancer, makeWorker, setBalancerParam, setWorkerParam, findBalancer, findWorker, type Worker,
+  makeBalancer, makeWorker, setBalancerParam, setWorkerParam, findBalancer, findWorker, deSocketfyUrl, type Worker,
 } from './workers.js';
 
 export interface ProxyRemote {
@@ -234,7 +234,10 @@ export function addPass(isRegex: boolean) {
       }
     }
     if (real === undefined || fake === undefined) return 'ProxyPass|ProxyPassMatch needs a path when not defined in a location';
-    if (/^unix:/i.test(real) && !real.includes('|')) return 'ProxyPass|ProxyPassMatch uses an invalid "unix:" URL';
+    // The alias keeps the URL without its "unix:/path|" part: the socket is the worker's
+    // (ap_proxy_de_socketfy in add_pass), found again by name when a request maps to it.
+    const realUrl = deSocketfyUrl(real);
+    if (realUrl === undefined || (/^unix:/i.test(real) && !real.includes('|'))) return 'ProxyPass|ProxyPassMatch uses an invalid "unix:" URL';
     if (loc !== undefined && (isWildcard(fake) || cmd.scope.parents[cmd.scope.parents.length - 1] === '<LocationMatch')) useRegex = true;
     let regex: RegExp | undefined;
     if (useRegex) {
@@ -265,7 +268,7 @@ export function addPass(isRegex: boolean) {
         }
       }
     }
-    const alias: ProxyAlias = { fake, real, regex, flags: { nocanon, interpolate, noquery }, mapping, balancer, worker };
+    const alias: ProxyAlias = { fake, real: realUrl, regex, flags: { nocanon, interpolate, noquery }, mapping, balancer, worker };
     if (loc !== undefined) cmd.dir.alias = alias;
     else cmd.srv.aliases.push(alias);
     return undefined;

@@ -203,8 +203,12 @@ export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWor
         : code === 'ENOENT' ? { code: 2, text: 'No such file or directory' }
         : e instanceof ProxyIoError ? { code: 70007, text: 'The timeout specified has expired' }
         : r.rt.errno(e);
-      const addr = c.udsPath !== '' ? c.udsPath : `${c.hostname.includes(':') ? `[${c.hostname}]` : c.hostname}:${c.port}`;
-      serverLog(r.server, APLOG_ERR, `AH00957: ${proxyFunction}: attempt to connect to ${addr} (${c.hostname}:${c.port}) failed`, errno);
+      if (c.udsPath !== '') {
+        serverLog(r.server, APLOG_ERR, `AH02454: ${proxyFunction}: attempt to connect to Unix domain socket ${c.udsPath} (${c.hostname}:${c.port}) failed`, errno);
+      } else {
+        const addr = `${c.hostname.includes(':') ? `[${c.hostname}]` : c.hostname}:${c.port}`;
+        serverLog(r.server, APLOG_ERR, `AH00957: ${proxyFunction}: attempt to connect to ${addr} (${c.hostname}:${c.port}) failed`, errno);
+      }
       // A balancer member goes into error for retry= seconds (unless status=+I); httpd 2.4.71
       // leaves a worker of its own (ProxyPass) usable (measured: no AH00959 for those).
       if (!(w.s.status & PROXY_WORKER_IGNORE_ERRORS) && !w.generic && w.balancer !== undefined) {
@@ -225,7 +229,8 @@ export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWor
       c.addr = c.udsPath !== '' ? c.udsPath : `${sock.remoteAddress ?? c.hostname}:${sock.remotePort ?? c.port}`;
       c.attach(sock);
       w.s.status &= ~PROXY_WORKER_IN_ERROR;
-      serverLog(r.server, APLOG_DEBUG, `AH00962: ${proxyFunction}: connection complete to ${c.addr} (${c.hostname})`);
+      if (c.udsPath !== '') serverLog(r.server, APLOG_DEBUG, `AH02823: ${proxyFunction}: connection established with Unix domain socket ${c.udsPath} (${c.hostname}:${c.port})`);
+      else serverLog(r.server, APLOG_DEBUG, `AH00962: ${proxyFunction}: connection complete to ${c.addr} (${c.hostname})`);
       resolve(OK);
     });
   });

@@ -14,6 +14,7 @@ import { levelFor } from '../../../server/log/levels.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, APLOG_TRACE1, APLOG_WARNING } from '../../../server/log/levels.js';
 import { coreDir, coreServer } from '../../../server/core/config.js';
 import { serverBase, sectionsWalk } from '../../../server/request/walk.js';
+import { globals } from '../../../server/core/globals.js';
 import type { Brigade } from '../../../server/filters.js';
 import {
   PROXYREQ_NONE, PROXYREQ_PROXY, PROXYREQ_REVERSE, PROXY_WORKER_IN_ERROR,
@@ -63,10 +64,13 @@ async function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWo
     bc.hostname = proxyname;
     bc.port = proxyport;
     bc.udsPath = '';
-  } else if (w.udsPath !== undefined) {
-    bc.udsPath = w.udsPath;
-    bc.hostname = w.hostname || nl.host;
-    bc.port = w.port;
+  } else if (w.udsPath !== undefined || r.notes.has('uds_path')) {
+    // The worker's socket, else the one SetHandler "proxy:unix:...|" named; the host and
+    // port are the URL's, for the log lines (ap_proxy_determine_connection).
+    bc.udsPath = w.udsPath ?? r.notes.get('uds_path')!;
+    bc.hostname = nl.host.replace(/^\[|\]$/g, '');
+    bc.port = nl.port;
+    if (r.wantsLog(MOD, APLOG_DEBUG)) r.log(MOD, APLOG_DEBUG, `AH02545: ${scheme}: has determined UDS as ${bc.udsPath} (for ${bc.hostname}:${bc.port})`);
   } else if (w.generic || w.hostname === '') {
     bc.hostname = nl.host.replace(/^\[|\]$/g, '');
     bc.port = nl.port;
@@ -320,9 +324,50 @@ function proxyMapLocation(r: Request): number {
   return OK;
 }
 
+/** fixup_uds_filename: "proxy:unix:/path|scheme://host/x" becomes "proxy:scheme://host/x"
+ *  with the socket in the request's "uds_path" note (relative: under DefaultRuntimeDir);
+ *  "scheme:", "scheme://" and "scheme:/path" get "localhost" as their host. */
+function fixupUdsFilename(r: Request): number {
+  const uds = r.filename.slice(6);
+  const bar = uds.indexOf('|', 5);
+  if (uds.slice(0, 5).toLowerCase() !== 'unix:' || bar < 0) {
+    r.notes.delete('uds_path');
+    return DECLINED;
+  }
+  const sock = uds.slice(5, bar);
+  const origin = uds.slice(bar + 1);
+  // apr_uri_parse of "unix:PATH": a path with no host ("unix://host/x" has one: refused).
+  const path = sock.startsWith('//') ? '' : sock.replace(/[?#].*$/, '');
+  const col = origin.indexOf(':');
+  if (path === '' || col < 0) {
+    r.log(MOD, APLOG_ERR, `AH10292: Invalid proxy UDS filename (${r.filename})`);
+    r.notes.delete('uds_path');
+    return 400;
+  }
+  const udsPath = path.startsWith('/') ? path : runtimeDirRelative(r, path);
+  r.notes.set('uds_path', udsPath);
+  if (r.wantsLog(MOD, APLOG_TRACE1 + 1)) r.log(MOD, APLOG_TRACE1 + 1, `*: fixup UDS from ${r.filename}: ${origin} (${udsPath})`);
+  const after = origin.slice(col + 1);
+  const scheme = origin.slice(0, col);
+  if (after === '') r.filename = `proxy:${origin}//localhost`;
+  else if (after[0] === '/' && (after[1] !== '/' || after[2] === '/' || after.length === 2)) {
+    r.filename = `proxy:${scheme}://localhost${after[1] !== '/' ? after : after.slice(2)}`;
+  } else r.filename = 'proxy:' + origin;
+  return OK;
+}
+
+function runtimeDirRelative(r: Request, p: string): string {
+  const dir = globals(r.rt.ctx).runtimeDir ?? r.rt.ctx.serverRootRelative('logs');
+  return dir.replace(/\/+$/, '') + '/' + p;
+}
+
 /** ap_proxy_canon_url (fixups): the scheme module's canon handler. */
 function canonUrl(r: Request): number {
   if (r.proxyreq === PROXYREQ_NONE || !r.filename.startsWith('proxy:')) return DECLINED;
+  if (r.proxyreq === PROXYREQ_REVERSE) {
+    const st = fixupUdsFilename(r);
+    if (st >= 400) return st;
+  }
   const url = r.filename.slice(6);
   const ctx = r.rt.ctx;
   for (const n of ctx.providerNames('proxy_scheme')) {
@@ -369,6 +414,9 @@ async function preRequest(r: Request, conf: ServerConf, url: string): Promise<{ 
     r.log(MOD, APLOG_DEBUG, `AH00942: ${w.scheme.toUpperCase()}: found worker ${w.name} for ${url}`);
     return { status: OK, worker: w, url };
   }
+  // The default workers keep no connection alive: proxy-nokeepalive tells the protocol
+  // modules so (mod_proxy_http's Connection: close, the FastCGI environment).
+  r.subprocessEnv.set('proxy-nokeepalive', '1');
   if (r.proxyreq === PROXYREQ_PROXY) return { status: OK, worker: conf.forward, url };
   return { status: OK, worker: conf.reverse, url };
 }

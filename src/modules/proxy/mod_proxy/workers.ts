@@ -41,6 +41,20 @@ export function deSocketfy(url: string): { url: string; uds: string | undefined 
   return { url: url.slice(bar + 1), uds: url.slice(5, bar) };
 }
 
+/** ap_proxy_de_socketfy: the URL after "unix:/path|", with "scheme:" and "scheme://" made
+ *  "scheme://localhost"; undefined when the part after '|' has no scheme. */
+export function deSocketfyUrl(url: string): string | undefined {
+  const bar = url.indexOf('|', 5);
+  if (url.slice(0, 5).toLowerCase() !== 'unix:' || bar < 0) return url;
+  const ret = url.slice(bar + 1);
+  const c = ret.indexOf(':');
+  if (c < 0) return undefined;
+  const after = ret.slice(c + 1);
+  if (after === '') return ret + '//localhost';
+  if (after === '//') return ret + 'localhost';
+  return ret;
+}
+
 /** Builds a worker for `url` (ap_proxy_define_worker); an error text for a bad URL. */
 export function makeWorker(rawUrl: string, balancer: ProxyBalancer | undefined, generic = false): Worker | string {
   const ds = deSocketfy(rawUrl);
