@@ -387,7 +387,7 @@ export function addMember(cmd: Cmd, raw: string): string | undefined {
     const eq = kv.indexOf('=');
     if (eq <= 0) return 'BalancerMember Invalid parameter. Parameter must be in the form \'key=value\'';
     const e = setWorkerParam(cmd.ctx, cmd.server, w, kv.slice(0, eq), kv.slice(eq + 1));
-    if (e !== undefined) return `BalancerMember ${e} ${kv.slice(0, eq)}`;
+    if (e !== undefined) return `BalancerMember ${e}`;
   }
   return undefined;
 }

@@ -126,13 +126,15 @@ export function setWorkerParam(ctx: ConfigContext, s: ServerRec, w: Worker, key:
       w.s.lbfactor = f / 100;
       return undefined;
     }
-    case 'retry': { const t = timeout('s', 'Retry value has wrong format', 'Retry must be at least one millisecond'); if (typeof t === 'string') return t; p.retry = t; return undefined; }
+    // 2.4.71 reads retry, ttl and timeout with atoi in whole seconds (no unit suffix):
+    // `retry=abc` is 0, `timeout=500ms` is "at least one second" (measured with apache2 -t).
+    case 'retry': { const n = atoi(val); if (n < 0) return 'Retry must be a positive value'; p.retry = n * 1000; return undefined; }
     case 'ttl': { const n = atoi(val); if (n < 1) return 'TTL must be at least one second'; p.ttl = n * 1000; return undefined; }
     case 'min': { const n = atoi(val); if (n < 0) return 'Min must be a positive number'; p.min = n; return undefined; }
     case 'max': { const n = atoi(val); if (n < 0) return 'Max must be a positive number'; p.hmax = n; return undefined; }
     case 'smax': { const n = atoi(val); if (n < 0) return 'Smax must be a positive number'; p.smax = n; return undefined; }
     case 'acquire': { const t = timeout('ms', 'Acquire timeout has wrong format', 'Acquire must be at least one millisecond'); if (typeof t === 'string') return t; p.acquire = t; return undefined; }
-    case 'timeout': { const t = timeout('s', 'Timeout value has wrong format', 'Timeout must be at least one millisecond'); if (typeof t === 'string') return t; p.timeout = t; return undefined; }
+    case 'timeout': { const n = atoi(val); if (n < 1) return 'Timeout must be at least one second'; p.timeout = n * 1000; return undefined; }
     case 'connectiontimeout': { const t = timeout('s', 'Connectiontimeout has wrong format', 'Connectiontimeout must be at least one millisecond.'); if (typeof t === 'string') return t; p.connectionTimeout = t; return undefined; }
     case 'ping': { const t = timeout('s', 'Ping/Pong timeout has wrong format', 'Ping/Pong timeout must be at least one millisecond'); if (typeof t === 'string') return t; p.ping = t; return undefined; }
     case 'iobuffersize': { const n = atoi(val); if (n < 512 && n !== 0) return 'IOBufferSize must be >= 512 bytes, or 0 for system default.'; p.iobuffersize = n || 8192; return undefined; }
@@ -157,10 +159,10 @@ export function setWorkerParam(ctx: ConfigContext, s: ServerRec, w: Worker, key:
       return undefined;
     }
     case 'flushwait': {
-      const t = parseTimeout(val, 'ms');
-      if (t === undefined) return 'flushwait has wrong format';
-      if (t > 1000 || t < 0) return 'flushwait must be <= 1s, or 0 for system default of 10 millseconds.';
-      p.flushwait = t === 0 ? 10 : t;
+      // atoi in milliseconds, as 2.4.71 reads it.
+      const n = atoi(val);
+      if (n > 1000 || n < 0) return 'flushwait must be <= 1000, or 0 for system default of 10 millseconds.';
+      p.flushwait = n === 0 ? 10 : n;
       return undefined;
     }
     case 'lbset': { const n = atoi(val); if (n < 0 || n > 99) return 'lbset must be between 0 and 99'; w.s.lbset = n; return undefined; }
