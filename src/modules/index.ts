@@ -88,6 +88,9 @@ import caseFilterIn from './examples/mod_case_filter_in.js';
 import proxyFcgi from './proxy/mod_proxy_fcgi.js';
 import proxyScgi from './proxy/mod_proxy_scgi.js';
 import proxyUwsgi from './proxy/mod_proxy_uwsgi.js';
+import proxyHcheck from './proxy/mod_proxy_hcheck.js';
+import heartbeat from './cluster/mod_heartbeat.js';
+import heartmonitor from './cluster/mod_heartmonitor.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 
@@ -176,6 +179,9 @@ const ALL: AnyModuleHandle[] = [
   h(proxyFcgi),
   h(proxyScgi),
   h(proxyUwsgi),
+  h(proxyHcheck),
+  h(heartbeat),
+  h(heartmonitor),
   h(caseFilter),
   h(caseFilterIn),
 ];

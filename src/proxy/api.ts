@@ -112,6 +112,12 @@ export interface ProxyWorkerShared {
   pcount: number;
   fails: number;
   fcount: number;
+  /** Health check parameters (hcmethod=, hcinterval= in ms, hcuri=, hcexpr=: mod_proxy_hcheck;
+   *  the balancer-manager changes them at run time). */
+  method: HcMethod;
+  interval: number;
+  hcuri: string;
+  hcexpr: string;
   /** Index of the worker's slot in the balancer's slotmem table (-1: none). */
   index: number;
 }
@@ -370,6 +376,10 @@ export interface ProxyBalancerHooks {
   preRequest(worker: ProxyWorker | undefined, balancer: ProxyBalancer | undefined, r: Request, conf: ProxyServerConf, url: string): Promise<ProxyPreRequestResult>;
   /** After the request (busy count, failonstatus); OK or DECLINED. */
   postRequest(worker: ProxyWorker, balancer: ProxyBalancer | undefined, r: Request, conf: ProxyServerConf): Promise<number>;
+  /** ap_proxy_sync_balancer outside a request (mod_proxy_hcheck's watchdog): this process's
+   *  view of the balancer and its members refreshed from the shared state, members added at
+   *  run time by another process defined here too. */
+  sync?(balancer: ProxyBalancer, ctx: ConfigContext, s: ServerRec): void;
 }
 
 /** A module that owns some worker parameters (mod_proxy_hcheck's set_worker_hc_param):
@@ -377,6 +387,17 @@ export interface ProxyBalancerHooks {
  *  false when the key is not its own. */
 export interface ProxyWorkerParamProvider {
   set(ctx: ConfigContext, s: ServerRec, worker: ProxyWorker, key: string, value: string): string | undefined | false;
+}
+
+/** The health checker's parts of the balancer-manager page (mod_proxy_hcheck's optional
+ *  functions hc_show_exprs, hc_select_exprs, hc_valid_expr): group "proxy_hc", name "hcheck". */
+export interface ProxyHcDisplay {
+  /** The table of the server's ProxyHCExpr conditions ('' when none). */
+  showExprs(r: Request): string;
+  /** The <option> lines of the conditions, `current` selected. */
+  selectExprs(r: Request, current: string): string;
+  /** `name` is one of the server's conditions. */
+  validExpr(r: Request, name: string): boolean;
 }
 
 // ---- mod_proxy's functions (group "proxy_api", name "mod_proxy") --------------------------------
@@ -463,6 +484,7 @@ declare module '../server/module.js' {
     proxy_lbmethod: ProxyLbMethod;
     proxy_balancer: ProxyBalancerHooks;
     proxy_worker_param: ProxyWorkerParamProvider;
+    proxy_hc: ProxyHcDisplay;
     proxy_api: ProxyApi;
   }
 }

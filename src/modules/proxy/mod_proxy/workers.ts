@@ -24,6 +24,8 @@ function newShared(name: string, scheme: string, hostname: string, port: number,
     name, scheme, hostname, port, udsPath: uds, route: '', redirect: '', status: 0, lbset: 0, lbfactor: 1,
     lbstatus: 0, elected: 0, busy: 0, transferred: 0, read: 0, retries: 0, errorTime: 0, updated: Date.now(),
     passes: 1, pcount: 0, fails: 1, fcount: 0, index: -1,
+    // HCHECK_WATHCHDOG_DEFAULT_INTERVAL: 30 s.
+    method: 'NONE', interval: 30000, hcuri: '', hcexpr: '',
   };
 }
 

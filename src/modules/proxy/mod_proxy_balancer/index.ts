@@ -21,7 +21,7 @@ import {
 } from '../../../proxy/api.js';
 import { SharedRecord, WORKER_LAYOUT, BALANCER_LAYOUT } from './shared.js';
 import { balancerHandler } from './manager.js';
-import { KEY, apiOf, logServer, serverStates, shareWorker, stateOf, syncBalancer, type BalancerState } from './state.js';
+import { KEY, apiOf, logServer, serverStates, shareWorker, stateOf, syncBalancer, syncBalancerFor, type BalancerState } from './state.js';
 
 const BALANCER_PREFIX = 'balancer://';
 
@@ -302,6 +302,7 @@ function canonUrl(r: Request, url: string): { status: number; url: string } {
 const inFlight = new WeakMap<Request, ProxyWorker[]>();
 
 const hooks: ProxyBalancerHooks = {
+  sync: syncBalancerFor,
   async preRequest(_worker, balancerIn, r, conf, url) {
     let b = balancerIn;
     if (b === undefined) {

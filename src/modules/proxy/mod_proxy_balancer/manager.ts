@@ -14,7 +14,7 @@ import { globals } from '../../../server/core/globals.js';
 import {
   PROXY_WORKER_STATUS_TABLE, PROXY_WORKER_DISABLED, PROXY_WORKER_DRAIN, PROXY_WORKER_HOT_SPARE, PROXY_WORKER_HOT_STANDBY,
   PROXY_WORKER_IGNORE_ERRORS, PROXY_WORKER_STOPPED, PROXY_WORKER_HC_FAIL, PROXY_WORKER_INITIALIZED,
-  workerIsUsable, type ProxyApi, type ProxyBalancer, type ProxyServerConf, type ProxyWorker,
+  workerIsUsable, type HcMethod, type ProxyApi, type ProxyBalancer, type ProxyServerConf, type ProxyWorker,
 } from '../../../proxy/api.js';
 import { flushAll } from './shared.js';
 import { apiOf, extra, serverState, shareWorker, stateOf, syncBalancer } from './state.js';
@@ -24,7 +24,7 @@ const PREFIX_LEN = 'balancer://'.length;
  *  default ThreadsPerChild; plume's workers serve connections without threads). */
 const THREADS_PER_CHILD = 25;
 /** proxy_hcmethods (the implemented ones, in httpd's order). */
-const HC_METHODS = ['NONE', 'TCP', 'OPTIONS', 'HEAD', 'GET', 'OPTIONS11', 'HEAD11', 'GET11'];
+const HC_METHODS: readonly HcMethod[] = ['NONE', 'TCP', 'OPTIONS', 'HEAD', 'GET', 'OPTIONS11', 'HEAD11', 'GET11'];
 
 function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -135,14 +135,13 @@ function processParams(r: Request, conf: ProxyServerConf, api: ProxyApi, bsel: P
       const ival = atoi(val);
       if (ival >= 0 && ival <= 99) wsel.s.lbset = ival;
     }
-    const hc = wsel.s as unknown as { interval: number; hcmethod: string; hcuri: string; hcexpr: string };
     val = params.get('w_hi');
     if (val !== undefined) {
       const m = /^(\d+)(ms|s|mi|h)?$/.exec(val);
       if (m !== null) {
         const n = Number(m[1]);
         const ms = m[2] === 's' ? n * 1000 : m[2] === 'mi' ? n * 60000 : m[2] === 'h' ? n * 3600000 : n;
-        if (ms >= 100) hc.interval = ms;
+        if (ms >= 100) wsel.s.interval = ms;
       }
     }
     val = params.get('w_hp');
@@ -152,11 +151,14 @@ function processParams(r: Request, conf: ProxyServerConf, api: ProxyApi, bsel: P
     val = params.get('w_hm');
     if (val !== undefined) {
       const m = HC_METHODS.find((x) => x.toLowerCase() === val!.toLowerCase());
-      if (m !== undefined) hc.hcmethod = m;
+      if (m !== undefined) wsel.s.method = m;
     }
     val = params.get('w_hu');
-    if (val !== undefined) hc.hcuri = val.length > 0 && val.length < 96 ? val : '';
-    if (hc.hcmethod === 'NONE' || hc.hcmethod === 'TCP' || hc.hcmethod === '') hc.hcexpr = '';
+    if (val !== undefined) wsel.s.hcuri = val.length > 0 && val.length < 96 ? val : '';
+    const hc = r.rt.ctx.provider('proxy_hc', 'hcheck');
+    val = params.get('w_he');
+    if (hc !== undefined && val !== undefined) wsel.s.hcexpr = val.length > 0 && hc.validExpr(r, val) && val.length < 16 ? val : '';
+    if (wsel.s.method === 'NONE' || wsel.s.method === 'TCP') wsel.s.hcexpr = '';
     if (!wasUsable && workerIsUsable(wsel)) extra(bsel).needReset = true;
   }
   r.log('proxy_balancer', APLOG_DEBUG, 'AH01193: settings balancer params');
@@ -283,6 +285,9 @@ function htmlPage(r: Request, conf: ProxyServerConf, bsel: ProxyBalancer | undef
   const out: string[] = [];
   const uri = escapeUri(r.uri);
   const persist = serverState(r.server)?.persist ?? false;
+  // httpd shows the health check columns when mod_proxy_hcheck's optional functions exist.
+  const hc = r.rt.ctx.provider('proxy_hc', 'hcheck');
+  const hcLoaded = hc !== undefined;
   out.push('<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01//EN" "http://www.w3.org/TR/html4/strict.dtd">\n<html><head><title>Balancer Manager</title>\n', STYLE);
   out.push(`<body><h1>Load Balancer Manager for ${esc(r.rt.serverName(r))}</h1>\n\n`);
   out.push(`<dl><dt>Server Version: ${serverBanner('Full')}</dt>\n`);
@@ -316,6 +321,7 @@ function htmlPage(r: Request, conf: ProxyServerConf, bsel: ProxyBalancer | undef
     out.push(`<td>${!b.s.inactive ? 'Yes' : 'No'}</td>\n`);
     out.push('</tr>\n</table>\n<br />');
     out.push('\n\n<table><tr><th>Worker URL</th><th>Route</th><th>RouteRedir</th><th>Factor</th><th>Set</th><th>Status</th><th>Elected</th><th>Busy</th><th>Load</th><th>To</th><th>From</th>');
+    if (hcLoaded) out.push('<th>HC Method</th><th>HC Interval</th><th>Passes</th><th>Fails</th><th>HC uri</th><th>HC Expr</th>');
     out.push('</tr>\n');
     for (const w of b.workers) {
       const uds = w.s.udsPath !== '';
@@ -333,11 +339,16 @@ function htmlPage(r: Request, conf: ProxyServerConf, bsel: ProxyBalancer | undef
       out.push(strfsize(w.s.transferred));
       out.push('</td><td>');
       out.push(strfsize(w.s.read));
+      if (hcLoaded) {
+        out.push(`</td><td>${w.s.method}</td>`, `<td>${Math.trunc(w.s.interval)}ms</td>`, `<td>${w.s.passes} (${w.s.pcount})</td>`,
+          `<td>${w.s.fails} (${w.s.fcount})</td>`, `<td>${esc(w.s.hcuri)}</td>`, `<td>${w.s.hcexpr}`);
+      }
       out.push('</td></tr>\n');
     }
     out.push('</table>\n');
   }
   out.push('<hr />\n');
+  if (hc !== undefined) out.push(hc.showExprs(r));
   const action = escapeUri(r.rt.constructUrl(r, r.uri));
   if (wsel !== undefined && bsel !== undefined) {
     const uds = wsel.s.udsPath !== '';
@@ -350,12 +361,28 @@ function htmlPage(r: Request, conf: ProxyServerConf, bsel: ProxyBalancer | undef
     out.push(`<tr><td>Route Redirect:</td><td><input name='w_rr' id='w_rr' type=text value="${esc(wsel.s.redirect)}"></td></tr>\n`);
     out.push('<tr><td>Status:</td>');
     out.push('<td><table><tr><th>Ignore Errors</th><th>Draining Mode</th><th>Disabled</th><th>Hot Standby</th><th>Hot Spare</th>');
+    if (hc !== undefined) out.push('<th>HC Fail</th>');
     out.push('<th>Stopped</th></tr>\n<tr>');
     const is = (bit: number): boolean => (wsel.s.status & bit) !== 0;
     out.push(radio('w_status_I', is(PROXY_WORKER_IGNORE_ERRORS)), radio('w_status_N', is(PROXY_WORKER_DRAIN)), radio('w_status_D', is(PROXY_WORKER_DISABLED)),
-      radio('w_status_H', is(PROXY_WORKER_HOT_STANDBY)), radio('w_status_R', is(PROXY_WORKER_HOT_SPARE)), radio('w_status_S', is(PROXY_WORKER_STOPPED)));
-    void PROXY_WORKER_HC_FAIL;
+      radio('w_status_H', is(PROXY_WORKER_HOT_STANDBY)), radio('w_status_R', is(PROXY_WORKER_HOT_SPARE)));
+    if (hc !== undefined) out.push(radio('w_status_C', is(PROXY_WORKER_HC_FAIL)));
+    out.push(radio('w_status_S', is(PROXY_WORKER_STOPPED)));
     out.push('</tr></table></td></tr>\n');
+    if (hc !== undefined) {
+      out.push("<tr><td colspan='2'>\n<table align='center'><tr><th>Health Check param</th><th>Value</th></tr>\n");
+      out.push("<tr><td>Method</td><td><select name='w_hm'>\n");
+      for (const m of HC_METHODS) out.push(`<option value='${m}' ${wsel.s.method === m ? 'selected' : ''} >${m}</option>\n`);
+      out.push('</select>\n</td></tr>\n');
+      out.push("<tr><td>Expr</td><td><select name='w_he'>\n");
+      out.push(hc.selectExprs(r, wsel.s.hcexpr));
+      out.push('</select>\n</td></tr>\n');
+      out.push(`<tr><td>Interval (ms)</td><td><input name='w_hi' id='w_hi' type='text' value='${Math.trunc(wsel.s.interval)}'></td></tr>\n`);
+      out.push(`<tr><td>Passes trigger</td><td><input name='w_hp' id='w_hp' type='text' value='${wsel.s.passes}'></td></tr>\n`);
+      out.push(`<tr><td>Fails trigger)</td><td><input name='w_hf' id='w_hf' type='text' value='${wsel.s.fails}'></td></tr>\n`);
+      out.push(`<tr><td>HC uri</td><td><input name='w_hu' id='w_hu' type='text' value="${esc(wsel.s.hcuri)}"></td></tr>\n`);
+      out.push('</table>\n</td></tr>\n');
+    }
     out.push("<tr><td colspan='2'><input type=submit value='Submit'></td></tr>\n");
     out.push("</table>\n<input type=hidden name='w' id='w' ");
     out.push(`value="${escapeUri(wsel.s.name)}">\n`);

@@ -33,7 +33,7 @@ function layout(spec: readonly (readonly [string, FieldType, number?])[]): { fie
 /** proxy_worker_shared's fields that plume shares (sizes of httpd's char arrays). */
 export const WORKER_LAYOUT = layout([
   ['name', 'str', 384], ['scheme', 'str', 16], ['hostname', 'str', 256], ['udsPath', 'str', 256],
-  ['route', 'str', 96], ['redirect', 'str', 96], ['hcuri', 'str', 96], ['hcexpr', 'str', 16], ['hcmethod', 'str', 16],
+  ['route', 'str', 96], ['redirect', 'str', 96], ['hcuri', 'str', 96], ['hcexpr', 'str', 16], ['method', 'str', 16],
   ['port', 'u32'], ['status', 'u32'], ['lbset', 'i32'], ['lbfactor', 'f64'], ['lbstatus', 'i32'],
   ['elected', 'f64'], ['busy', 'f64'], ['transferred', 'f64'], ['read', 'f64'], ['retries', 'i32'],
   ['errorTime', 'f64'], ['updated', 'f64'], ['passes', 'i32'], ['pcount', 'i32'], ['fails', 'i32'], ['fcount', 'i32'],

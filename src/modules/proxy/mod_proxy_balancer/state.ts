@@ -59,14 +59,13 @@ export function serverState(s: ServerRec): ServerState | undefined {
 
 export function workerInit(w: ProxyWorker): Record<string, string | number | boolean | undefined> {
   const s = w.s;
-  const hc = w.params.extra;
   return {
     name: s.name, scheme: s.scheme, hostname: s.hostname, udsPath: s.udsPath, route: s.route, redirect: s.redirect,
-    hcuri: hc.get('hcuri') ?? '', hcexpr: hc.get('hcexpr') ?? '', hcmethod: (hc.get('hcmethod') ?? 'NONE').toUpperCase(),
+    hcuri: s.hcuri, hcexpr: s.hcexpr, method: s.method,
     port: s.port, status: s.status | PROXY_WORKER_INITIALIZED, lbset: s.lbset, lbfactor: s.lbfactor, lbstatus: s.lbstatus,
     elected: s.elected, busy: s.busy, transferred: s.transferred, read: s.read, retries: s.retries, errorTime: s.errorTime,
     updated: s.updated, passes: s.passes, pcount: s.pcount, fails: s.fails, fcount: s.fcount, index: s.index,
-    interval: 0,
+    interval: s.interval,
   };
 }
 
@@ -85,15 +84,19 @@ export function shareWorker(st: BalancerState, w: ProxyWorker, index: number, fr
 /** ap_proxy_sync_balancer, plus this process's refresh of the shared state: the balancer's
  *  and its members' fields as the table has them; members another process added. */
 export function syncBalancer(b: ProxyBalancer, r: Request): void {
+  syncBalancerFor(b, r.rt.ctx, r.server);
+}
+
+/** syncBalancer outside a request (the health checker's watchdog: ap_proxy_sync_balancer). */
+export function syncBalancerFor(b: ProxyBalancer, ctx: ConfigContext, s: ServerRec): void {
   const st = stateOf(b);
   if (st === undefined) return;
   st.record.load();
   for (const rec of st.members.values()) rec.load();
   if (b.s.wupdated <= st.wupdated) return;
-  const ctx = r.rt.ctx;
   const lbmethod = ctx.provider('proxy_lbmethod', b.s.lbpname);
   if (lbmethod === undefined) {
-    logServer(r.server, APLOG_CRIT, `AH02433: Cannot find LB Method: ${b.s.lbpname}`);
+    logServer(s, APLOG_CRIT, `AH02433: Cannot find LB Method: ${b.s.lbpname}`);
     return;
   }
   b.lbmethod = lbmethod;
@@ -105,15 +108,15 @@ export function syncBalancer(b: ProxyBalancer, r: Request): void {
     if (typeof ptr === 'string') break;
     const name = slotName(ptr.read());
     if (name === '' || api === undefined) continue;
-    const w = api.defineWorker(ctx, r.server, b, name);
+    const w = api.defineWorker(ctx, s, b, name);
     if (typeof w === 'string') continue;
     if (!b.workers.includes(w)) b.workers.push(w);
     shareWorker(st, w, i, true);
     w.localStatus |= PROXY_WORKER_INITIALIZED;
-    logServer(r.server, APLOG_DEBUG, `AH02403: grabbing shm[${i}] for worker: ${w.s.name}`);
+    logServer(s, APLOG_DEBUG, `AH02403: grabbing shm[${i}] for worker: ${w.s.name}`);
   }
   if (extra(b).needReset) {
-    b.lbmethod.reset(b, r.server);
+    b.lbmethod.reset(b, s);
     extra(b).needReset = false;
   }
   st.wupdated = b.s.wupdated;
