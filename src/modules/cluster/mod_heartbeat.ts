@@ -10,7 +10,7 @@ import type { ConfigContext } from '../../server/config/context.js';
 import { defineModule, directive, MODULE_API_VERSION, RSRC_CONF } from '../../server/module.js';
 import { APLOG_WARNING, levelFor } from '../../server/log/levels.js';
 import { WATCHDOG_SINGLETON } from '../../server/watchdog.js';
-import { scoreboard } from '../../mpm/scoreboard.js';
+import { scoreboard, attachScoreboardFromEnv, attachInProcess, detachScoreboard } from '../../mpm/scoreboard.js';
 import { parseHbAddress, type HbAddress } from './heartbeat-address.js';
 
 /** MSG_VERSION. */
@@ -87,6 +87,17 @@ function postConfig(ctx: ConfigContext): void {
   ctx.provider('watchdog', 'mod_watchdog')?.needHooks(ctx, WATCHDOG_SINGLETON, { step: () => beat(ctx, to) });
 }
 
+/** The scoreboard hb_monitor reads: httpd's always exists; plume's workers keep theirs
+ *  up to date once attached (as mod_status attaches them). */
+function childInit(ctx: ConfigContext): void {
+  if (mod.server(ctx.mainServer).address === undefined) return;
+  if (!attachScoreboardFromEnv(ctx)) attachInProcess(ctx);
+}
+
+function cleanup(ctx: ConfigContext): void {
+  if (mod.server(ctx.mainServer).address !== undefined) detachScoreboard();
+}
+
 const mod = defineModule<HbConfig, undefined>({
   name: 'heartbeat_module',
   source: 'mod_heartbeat.c',
@@ -95,6 +106,6 @@ const mod = defineModule<HbConfig, undefined>({
   directives: [
     directive({ name: 'HeartbeatAddress', args: 'TAKE1', where: RSRC_CONF, help: 'Address to send heartbeat requests', handler: setAddress }),
   ],
-  configHooks: { postConfig },
+  configHooks: { postConfig, childInit, cleanup },
 });
 export default mod;
