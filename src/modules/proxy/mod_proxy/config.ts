@@ -97,12 +97,14 @@ export function mergeServerConfig(base: Readonly<ServerConf>, add: Readonly<Serv
   const ppinherit = add.ppinherit ?? base.ppinherit ?? true;
   const inherit = add.inherit ?? base.inherit ?? true;
   return {
-    proxies: [...add.proxies, ...base.proxies],
+    proxies: ppinherit ? [...base.proxies, ...add.proxies] : [...add.proxies],
     aliases: ppinherit ? [...add.aliases, ...base.aliases] : [...add.aliases],
     noproxies: [...base.noproxies, ...add.noproxies],
     dirconn: [...base.dirconn, ...add.dirconn],
-    workers: [...base.workers, ...add.workers],
-    balancers: inherit ? [...base.balancers, ...add.balancers] : [...add.balancers],
+    // httpd inherits the main server's workers and balancers when either BalancerInherit or
+    // ProxyPassInherit is on (merge_proxy_config): BalancerInherit Off alone changes nothing.
+    workers: inherit || ppinherit ? [...base.workers, ...add.workers] : [...add.workers],
+    balancers: inherit || ppinherit ? [...base.balancers, ...add.balancers] : [...add.balancers],
     secProxy: [...base.secProxy, ...add.secProxy],
     forward: add.forward, reverse: add.reverse,
     domain: add.domain ?? base.domain,
@@ -159,39 +161,27 @@ function workerFor(cmd: Cmd, url: string, balancer?: ProxyBalancer): Worker | st
   return w;
 }
 
-function balancerFor(cmd: Cmd, url: string): ProxyBalancer {
+/** The balancer named by `url`, defined when new (ap_proxy_define_balancer). `alias` is the
+ *  front-end path httpd records for the manager page (ap_proxy_update_balancer): "/" when a
+ *  <Proxy> section, BalancerMember or ProxySet defines it, the ProxyPass path when ProxyPass
+ *  names it (always, defined or not), none for ProxyPassMatch. */
+function balancerFor(cmd: Cmd, url: string, alias: string | undefined, update = false): ProxyBalancer {
   const sc = cmd.srv;
   let b = findBalancer(sc, url);
   if (b === undefined) {
     b = makeBalancer(cmd.ctx, url.replace(/^(balancer:\/\/[^/]*).*$/i, '$1'));
     sc.balancers.push(b);
+    update = true;
+  }
+  if (update && alias !== undefined) {
+    const m = /^(?:[A-Za-z][A-Za-z0-9+.-]*:)?(?:\/\/([^/?#]*))?([^?#]*)/.exec(alias);
+    if (m !== null) {
+      b.s.vpath = m[2] ?? '';
+      if (m[1] !== undefined) b.s.vhost = m[1].replace(/:\d*$/, '');
+    }
   }
   return b;
 }
-
-/** Worker or balancer key=value parameters. */
-function applyParams(cmd: Cmd, url: string, params: readonly string[], isBalancerUrl: boolean): string | undefined {
-  if (isBalancerUrl) {
-    const b = balancerFor(cmd, url);
-    for (const kv of params) {
-      const eq = kv.indexOf('=');
-      if (eq <= 0) return 'Invalid ProxyPass parameter. Parameter must be in the form \'key=value\'';
-      const err = setBalancerParam(cmd.ctx, b, kv.slice(0, eq), kv.slice(eq + 1));
-      if (err !== undefined) return `ProxyPass ${err} ${kv.slice(0, eq)}`;
-    }
-    return undefined;
-  }
-  const w = workerFor(cmd, url);
-  if (typeof w === 'string') return `ProxyPass ${w}`;
-  for (const kv of params) {
-    const eq = kv.indexOf('=');
-    if (eq <= 0) return 'Invalid ProxyPass parameter. Parameter must be in the form \'key=value\'';
-    const err = setWorkerParam(cmd.ctx, cmd.server, w, kv.slice(0, eq), kv.slice(eq + 1));
-    if (err !== undefined) return `ProxyPass ${err} ${kv.slice(0, eq)}`;
-  }
-  return undefined;
-}
-
 
 // ---- directives -------------------------------------------------------------------------------
 /** ProxyPass / ProxyPassMatch (add_pass). */
@@ -247,7 +237,7 @@ export function addPass(isRegex: boolean) {
     let balancer: ProxyBalancer | undefined;
     if (real !== '!') {
       if (/^balancer:\/\/./i.test(real)) {
-        balancer = balancerFor(cmd, real);
+        balancer = balancerFor(cmd, real, useRegex ? undefined : fake, true);
         for (const [k, v] of params) {
           const e = setBalancerParam(cmd.ctx, balancer, k, v);
           if (e !== undefined) return `ProxyPass ${e}`;
@@ -335,7 +325,7 @@ export function proxySection(isMatch: boolean) {
       if (regex !== undefined && rest.length > 0) return 'Regex could not be compiled';
       const isBal = /^balancer:/i.test(path);
       if (isBal) {
-        const b = balancerFor(cmd, path);
+        const b = balancerFor(cmd, path, '/');
         b.sectionConfig = vector;
         for (const kv of rest) {
           const eq = kv.indexOf('=');
@@ -365,28 +355,29 @@ function sectionUrl(cmd: Cmd): string | undefined {
   return undefined;
 }
 
-/** BalancerMember [balancer://name] url [key=value ...] (add_member). */
+/** BalancerMember [balancer://name] url [key=value ...] (add_member): words without "=" are the
+ *  balancer (unless in a <Proxy> section) then the member; the rest are parameters, a repeated
+ *  key keeping its first place with the last value. */
 export function addMember(cmd: Cmd, raw: string): string | undefined {
-  const words = splitWords(raw);
-  let name = sectionUrl(cmd);
-  let url: string | undefined;
-  const params: string[] = [];
-  for (const w of words) {
-    if (/^[A-Za-z0-9_-]+=/.test(w) && url !== undefined) params.push(w);
-    else if (name === undefined && /^balancer:/i.test(w)) name = w;
-    else if (url === undefined) url = w;
-    else params.push(w);
+  let path = sectionUrl(cmd);
+  let name: string | undefined;
+  const params = new Map<string, string>();
+  for (const w of splitWords(raw)) {
+    const eq = w.indexOf('=');
+    if (eq >= 0) params.set(w.slice(0, eq), w.slice(eq + 1));
+    else if (path === undefined) path = w;
+    else if (name === undefined) name = w;
+    else if (sectionUrl(cmd) !== undefined) return 'BalancerMember can not have a balancer name when defined in a location';
+    else return 'Invalid BalancerMember parameter. Parameter must be in the form \'key=value\'';
   }
-  if (url === undefined) return 'BalancerMember must define balancer name when outside <Proxy > section';
-  if (name === undefined) return 'BalancerMember must define balancer name when outside <Proxy > section';
-  if (!/^balancer:\/\//i.test(name)) return 'BalancerMember must define remote proxy server';
-  const b = balancerFor(cmd, name);
-  const w = workerFor(cmd, url, b);
+  if (path === undefined) return 'BalancerMember must define balancer name when outside <Proxy > section';
+  if (name === undefined) return 'BalancerMember must define remote proxy server';
+  if (!/^[^:]*:\/\/[^/]/.test(path)) return `BalancerMember Bad syntax for a balancer name (${path})`;
+  const b = balancerFor(cmd, path, '/');
+  const w = workerFor(cmd, name, b);
   if (typeof w === 'string') return `BalancerMember ${w}`;
-  for (const kv of params) {
-    const eq = kv.indexOf('=');
-    if (eq <= 0) return 'BalancerMember Invalid parameter. Parameter must be in the form \'key=value\'';
-    const e = setWorkerParam(cmd.ctx, cmd.server, w, kv.slice(0, eq), kv.slice(eq + 1));
+  for (const [k, v] of params) {
+    const e = setWorkerParam(cmd.ctx, cmd.server, w, k, v);
     if (e !== undefined) return `BalancerMember ${e}`;
   }
   return undefined;
@@ -404,7 +395,7 @@ export function proxySet(cmd: Cmd, raw: string): string | undefined {
   if (params.length === 0) return 'Set Proxy parameter without parameters';
   if (name === undefined) return 'ProxySet needs a path when not defined in a location';
   if (/^balancer:/i.test(name)) {
-    const b = balancerFor(cmd, name);
+    const b = balancerFor(cmd, name, '/');
     for (const kv of params) {
       const eq = kv.indexOf('=');
       if (eq <= 0) return 'Invalid ProxySet parameter. Parameter must be in the form \'key=value\'';

@@ -130,8 +130,7 @@ function postConfig(ctx: ConfigContext): string | undefined {
         return 'AH00016: Configuration Failed';
       }
       if (!child) storage.fgrab(bslot, bi);
-      let vpath = b.s.vpath;
-      if (vpath === '') vpath = conf.aliases.find((a) => a.balancer === b || a.real.toLowerCase().startsWith(b.name))?.fake ?? '';
+      const vpath = b.s.vpath;
       const nonce = b.params.has('nonce') ? b.s.nonce : randomUUID();
       const init = {
         name: b.s.name, sname, sticky: b.s.sticky, stickyPath: b.s.stickyPath, stickySeparator: b.s.stickySeparator,
