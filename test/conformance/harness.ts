@@ -18,7 +18,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startFcgiEcho, startPhpFpm, startScgi, startUwsgi, type Backend } from '../process/app-backends.js';
+import { startFcgiEcho, startHttpScript, startPhpFpm, startScgi, startUwsgi, type Backend } from '../process/app-backends.js';
 
 // ---------------------------------------------------------------------------
 // Locations
@@ -144,12 +144,13 @@ export interface CaseSpec {
   /**
    * An application server started for the case (test/process/app-backends.ts): the FastCGI
    * echo responder, the SCGI server or the uwsgi application on @PORT2@; "fcgi-echo-unix" on
-   * the unix socket @ROOT@/backend.sock; "php-fpm" a pool on @PORT2@ and @ROOT@/php-fpm.sock.
+   * the unix socket @ROOT@/backend.sock; "php-fpm" a pool on @PORT2@ and @ROOT@/php-fpm.sock;
+   * "http" the scripted HTTP/1.1 backend of test/fixtures/proxy-http on @PORT2@.
    */
   backend?: CaseBackend;
 }
 
-export type CaseBackend = 'fcgi-echo' | 'fcgi-echo-unix' | 'scgi' | 'uwsgi' | 'php-fpm';
+export type CaseBackend = 'fcgi-echo' | 'fcgi-echo-unix' | 'scgi' | 'uwsgi' | 'php-fpm' | 'http';
 
 export interface SpecOverride {
   reason: string;
@@ -300,7 +301,7 @@ function validateCase(id: string, v: unknown): CaseSpec {
     }
   }
   if (o.files !== undefined && (typeof o.files !== 'object' || o.files === null)) fail('files must be an object');
-  if (o.backend !== undefined && !['fcgi-echo', 'fcgi-echo-unix', 'scgi', 'uwsgi', 'php-fpm'].includes(o.backend as string)) fail(`unknown backend ${String(o.backend)}`);
+  if (o.backend !== undefined && !['fcgi-echo', 'fcgi-echo-unix', 'scgi', 'uwsgi', 'php-fpm', 'http'].includes(o.backend as string)) fail(`unknown backend ${String(o.backend)}`);
   return o as unknown as CaseSpec;
 }
 
@@ -546,6 +547,7 @@ function startCaseBackend(kind: CaseBackend, root: string, port: number): Promis
     case 'scgi': return startScgi(root, port);
     case 'uwsgi': return startUwsgi(root, port);
     case 'php-fpm': return startPhpFpm(path.join(root, 'php-fpm'), port, path.join(root, 'php-fpm.sock'));
+    case 'http': return startHttpScript(root, port);
   }
 }
 

@@ -121,3 +121,8 @@ export function startScgi(dir: string, port: number): Promise<Backend> {
 export function startFcgiEcho(dir: string, where: number | string): Promise<Backend> {
   return launch('python3', ['-u', path.join(FIXTURES, 'fcgi_echo.py'), String(where)], /READY/, 'SIGTERM', dir);
 }
+
+/** The scripted HTTP/1.1 backend of test/fixtures/proxy-http on 127.0.0.1:`port`. */
+export function startHttpScript(dir: string, port: number): Promise<Backend> {
+  return launch(process.execPath, [path.join(REPO, 'test/fixtures/proxy-http/http_backend.mjs'), String(port)], /READY/, 'SIGTERM', dir);
+}
