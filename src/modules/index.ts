@@ -91,6 +91,8 @@ import proxyUwsgi from './proxy/mod_proxy_uwsgi.js';
 import proxyHcheck from './proxy/mod_proxy_hcheck.js';
 import heartbeat from './cluster/mod_heartbeat.js';
 import heartmonitor from './cluster/mod_heartmonitor.js';
+import session from './session/mod_session.js';
+import sessionCookie from './session/mod_session_cookie.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 
@@ -122,6 +124,8 @@ const ALL: AnyModuleHandle[] = [
   h(allowmethods),
   h(authBasic),
   h(authDigest),
+  h(session),
+  h(sessionCookie),
   h(socacheShmcb),
   h(socacheDbm),
   h(socacheMemcache),

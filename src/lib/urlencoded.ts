@@ -1,0 +1,50 @@
+// application/x-www-form-urlencoded as httpd reads and writes it (server/util.c):
+// ap_escape_urlencoded and ap_unescape_urlencoded, with httpd's failure rule (a malformed or
+// NUL escape is an error the caller sees), which mod_session's decoder depends on.
+
+const hexDigit = (c: number): boolean => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
+
+/** ap_escape_urlencoded: everything but ASCII letters, digits and `.-*_` as %xx (lowercase),
+ *  space as `+`; the string is taken byte for byte (latin1). */
+export function escapeUrlencoded(s: string): string {
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i) & 0xff;
+    if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 0x2e || c === 0x2d || c === 0x2a || c === 0x5f) out += String.fromCharCode(c);
+    else if (c === 0x20) out += '+';
+    else out += '%' + (c < 16 ? '0' : '') + c.toString(16);
+  }
+  return out;
+}
+
+/** ap_unescape_urlencoded: `+` is a space, %XX decoded; undefined where httpd fails (a
+ *  malformed escape, or one that decodes to NUL). */
+export function unescapeUrlencoded(s: string): string | undefined {
+  if (!s.includes('%')) return s.includes('+') ? s.replace(/\+/g, ' ') : s;
+  let out = '';
+  let bad = false;
+  for (let i = 0; i < s.length; i++) {
+    const ch = s[i]!;
+    if (ch === '+') out += ' ';
+    else if (ch !== '%') out += ch;
+    else if (!hexDigit(s.charCodeAt(i + 1)) || !hexDigit(s.charCodeAt(i + 2))) { bad = true; out += '%'; }
+    else {
+      const v = parseInt(s.slice(i + 1, i + 3), 16);
+      if (v === 0) bad = true;
+      out += String.fromCharCode(v);
+      i += 2;
+    }
+  }
+  return bad ? undefined : out;
+}
+
+/** apr_strtok's tokens: the non-empty runs between separator characters. */
+export function strtokAll(s: string, seps: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  for (const ch of s) {
+    if (seps.includes(ch)) { if (cur !== '') out.push(cur); cur = ''; } else cur += ch;
+  }
+  if (cur !== '') out.push(cur);
+  return out;
+}

@@ -1,0 +1,54 @@
+// mod_session's identity codec and httpd's urlencoded helpers: known answers, a round trip,
+// and a bounded fuzz of the decoder (a session cookie is client input).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { escapeUrlencoded, strtokAll, unescapeUrlencoded } from '../../../src/lib/urlencoded.js';
+import { identityDecode, identityEncode } from '../../../src/modules/session/mod_session.js';
+import { newSession } from '../../../src/modules/session/api.js';
+
+test('urlencoded: httpd escapes all but letters, digits and .-*_, space as +', () => {
+  assert.equal(escapeUrlencoded('a b~!*._-'), 'a+b%7e%21*._-');
+  assert.equal(unescapeUrlencoded('a+b%7e%21'), 'a b~!');
+  assert.equal(unescapeUrlencoded('%zz'), undefined);
+  assert.equal(unescapeUrlencoded('%00'), undefined);
+  assert.deepEqual(strtokAll('&&a=1&&b=2&', '&'), ['a=1', 'b=2']);
+});
+
+test('identity codec: decode skips bad pairs, drops emptied keys, reads the expiry', () => {
+  const z = newSession();
+  z.entries.set('keep', 'x');
+  z.encoded = 'a=1+2&b=%7e&c=&keep=&d&bad=%zz&expiry=99999999999999999';
+  identityDecode(z);
+  assert.deepEqual([...z.entries], [['a', '1 2'], ['b', '~']]);
+  assert.equal(z.expiry, 99999999999999999n);
+  assert.equal(z.encoded, undefined);
+  identityEncode(z);
+  assert.equal(z.encoded, 'a=1+2&b=%7e&expiry=99999999999999999');
+});
+
+test('identity codec: encode then decode gives the pairs back (round trip)', () => {
+  const z = newSession();
+  z.entries.set('user name', 'a&b=c%');
+  z.entries.set('k', '\u00e9');
+  identityEncode(z);
+  const back = newSession();
+  back.encoded = z.encoded;
+  identityDecode(back);
+  assert.deepEqual([...back.entries], [...z.entries]);
+});
+
+test('identity codec: random and mutated session strings never throw (fuzz, bounded)', () => {
+  let seed = 12345;
+  const rnd = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
+  const alphabet = 'ab=&%+0129fzZ \t\u0000\u00ff-.expiry';
+  for (let i = 0; i < 5000; i++) {
+    let s = '';
+    const len = rnd(40);
+    for (let j = 0; j < len; j++) s += alphabet[rnd(alphabet.length)];
+    const z = newSession();
+    z.encoded = s;
+    identityDecode(z);
+    identityEncode(z);
+    assert.equal(typeof z.encoded, 'string');
+  }
+});
