@@ -10,21 +10,21 @@ import { defineModule, directive, MODULE_API_VERSION, RSRC_CONF } from '../../se
 import type { CmdParms } from '../../server/config/cmd.js';
 import type { Request } from '../../server/request/request.js';
 import {
-  EOS, FilterError, FTYPE_CONTENT_SET, bucketPieces, type Brigade, type Bucket, type FilterInstance, type FilterSpec,
+  EOS, FilterError, FTYPE_CONTENT_SET, bucketPieces, type Brigade, type FilterInstance, type FilterSpec,
 } from '../../server/filters.js';
 import { APLOG_ERR, APLOG_TRACE1 } from '../../server/log/levels.js';
 import { compressedCache, wholeFile } from './compressed-cache.js';
-import { acceptsCoding, alterEtag, cAtoi, hasContentCoding, ETAG_ADDSUFFIX, ETAG_NOCHANGE, ETAG_REMOVE, type EtagOpt } from './encoding.js';
+import {
+  acceptsCoding, cAtoi, dataBuckets as data, hasContentCoding, parseEtagOpt, replayPasses, responseEncoding, setCodingHeaders, setCodingNote,
+  ETAG_ADDSUFFIX, type CodingNotes, type EtagOpt,
+} from './encoding.js';
 
-export interface BrotliServer {
+export interface BrotliServer extends CodingNotes {
   quality: number;
   lgwin: number;
   /** 0: the encoder chooses. */
   lgblock: number;
   etagOpt: EtagOpt;
-  noteRatio: string | undefined;
-  noteInput: string | undefined;
-  noteOutput: string | undefined;
 }
 
 function createServerConfig(): BrotliServer {
@@ -34,13 +34,7 @@ function createServerConfig(): BrotliServer {
 type Cmd = CmdParms<BrotliServer, undefined>;
 
 function setNote(cmd: Cmd, a: string, b: string | undefined): string | undefined {
-  if (b === undefined) { cmd.srv.noteRatio = a; return undefined; }
-  const k = a.toLowerCase();
-  if (k === 'ratio') cmd.srv.noteRatio = b;
-  else if (k === 'input') cmd.srv.noteInput = b;
-  else if (k === 'output') cmd.srv.noteOutput = b;
-  else return `Unknown BrotliFilterNote type '${a}'`;
-  return undefined;
+  return setCodingNote(cmd.srv, a, b, (t) => `Unknown BrotliFilterNote type '${t}'`);
 }
 
 function setQuality(cmd: Cmd, arg: string): string | undefined {
@@ -65,11 +59,9 @@ function setBlock(cmd: Cmd, arg: string): string | undefined {
 }
 
 function setEtag(cmd: Cmd, arg: string): string | undefined {
-  const a = arg.toLowerCase();
-  if (a === 'addsuffix') cmd.srv.etagOpt = ETAG_ADDSUFFIX;
-  else if (a === 'nochange') cmd.srv.etagOpt = ETAG_NOCHANGE;
-  else if (a === 'remove') cmd.srv.etagOpt = ETAG_REMOVE;
-  else return "BrotliAlterETag accepts only 'AddSuffix', 'NoChange' and 'Remove'";
+  const opt = parseEtagOpt(arg);
+  if (opt === undefined) return "BrotliAlterETag accepts only 'AddSuffix', 'NoChange' and 'Remove'";
+  cmd.srv.etagOpt = opt;
   return undefined;
 }
 
@@ -127,28 +119,15 @@ interface BrotliState {
   settings: string;
 }
 
-function encodingOf(r: Request): string | undefined {
-  let enc = r.headersOut.get('Content-Encoding');
-  const errEnc = r.errHeadersOut.get('Content-Encoding');
-  if (enc !== undefined) { if (errEnc !== undefined) enc = enc + ',' + errEnc; } else enc = errEnc;
-  if (r.contentEncoding !== undefined && r.contentEncoding !== '') enc = enc !== undefined ? enc + ',' + r.contentEncoding : r.contentEncoding;
-  return enc;
-}
-
 /** The first-brigade decisions; true when compressing (headers then already changed). */
 function decide(r: Request, c: BrotliServer): boolean {
   if (r.main !== null || r.status === 204 || r.subprocessEnv.has('no-brotli') || r.headersOut.has('Content-Range')) return false;
-  const encoding = encodingOf(r);
+  const encoding = responseEncoding(r);
   if (encoding !== undefined && hasContentCoding(encoding) !== undefined) return false;
   r.headersOut.merge('Vary', 'Accept-Encoding');
   const accepts = r.headersIn.get('Accept-Encoding');
   if (accepts === undefined || !acceptsCoding(accepts, 'br')) return false;
-  if (encoding === undefined || encoding.toLowerCase() === 'identity') r.headersOut.set('Content-Encoding', 'br');
-  else r.headersOut.merge('Content-Encoding', 'br');
-  if (r.contentEncoding !== undefined) r.contentEncoding = r.headersOut.get('Content-Encoding');
-  r.headersOut.unset('Content-Length');
-  r.headersOut.unset('Content-MD5');
-  if (c.etagOpt !== ETAG_NOCHANGE) alterEtag(r, 'br', c.etagOpt);
+  setCodingHeaders(r, encoding, 'br', c.etagOpt);
   return true;
 }
 
@@ -157,8 +136,6 @@ function setNotes(r: Request, c: BrotliServer, totalIn: number, totalOut: number
   if (c.noteOutput !== undefined) r.notes.set(c.noteOutput, String(totalOut));
   if (c.noteRatio !== undefined) r.notes.set(c.noteRatio, totalIn > 0 ? String(Math.trunc((totalOut * 100) / totalIn)) : '-');
 }
-
-const data = (bufs: readonly Buffer[]): Bucket[] => bufs.map((d): Bucket => ({ kind: 'data', data: d }));
 
 async function compress(f: FilterInstance<BrotliState>, bb: Brigade, c: BrotliServer): Promise<void> {
   const st = f.state;
@@ -204,19 +181,6 @@ async function compress(f: FilterInstance<BrotliState>, bb: Brigade, c: BrotliSe
   }
 }
 
-function replay(f: FilterInstance<BrotliState>, passes: readonly (readonly Buffer[])[]): ReturnType<FilterInstance['pass']> {
-  const go = (i: number): ReturnType<FilterInstance['pass']> => {
-    for (; i < passes.length; i++) {
-      const bb = data(passes[i]!);
-      if (i === passes.length - 1) bb.push(EOS);
-      const p = f.pass(bb);
-      if (p instanceof Promise) { const n = i + 1; return p.then(() => go(n)); }
-    }
-    return undefined;
-  };
-  return go(0);
-}
-
 const BROTLI_COMPRESS: FilterSpec<BrotliState> = {
   name: 'BROTLI_COMPRESS',
   type: FTYPE_CONTENT_SET,
@@ -239,7 +203,7 @@ const BROTLI_COMPRESS: FilterSpec<BrotliState> = {
           f.remove();
           setNotes(r, c, hit.totalIn, hit.totalOut);
           if (r.wantsLog('brotli', APLOG_TRACE1)) r.log('brotli', APLOG_TRACE1, 'compressed form kept from an earlier response');
-          return replay(f, hit.passes);
+          return replayPasses(f, hit.passes);
         }
         st.record = [];
       }

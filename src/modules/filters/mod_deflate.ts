@@ -25,22 +25,22 @@ import { APLOG_DEBUG, APLOG_ERR, APLOG_TRACE1, APLOG_WARNING } from '../../serve
 import { coreDir } from '../../server/core/core-module.js';
 import { DEFAULT_LIMIT_REQUEST_BODY } from '../../server/http/http-core.js';
 import { compressedCache, wholeFile, parseCacheSize, DEFAULT_CACHE_BYTES } from './compressed-cache.js';
-import { alterEtag, cAtoi, hasContentCoding, acceptsCoding, ETAG_ADDSUFFIX, ETAG_NOCHANGE, ETAG_REMOVE, type EtagOpt } from './encoding.js';
+import {
+  cAtoi, dataBuckets, hasContentCoding, acceptsCoding, parseEtagOpt, replayPasses, responseEncoding, setCodingHeaders, setCodingNote,
+  alterEtag, ETAG_ADDSUFFIX, ETAG_NOCHANGE, type CodingNotes, type EtagOpt,
+} from './encoding.js';
 
 // ---- configuration ---------------------------------------------------------------------------
 
 /** Per-server settings (deflate_filter_config); a virtual host starts from the defaults (no
  *  merge in httpd). */
-export interface DeflateServer {
+export interface DeflateServer extends CodingNotes {
   /** zlib window bits, 1-15 (httpd stores it negated: raw deflate). */
   windowSize: number;
   memLevel: number;
   /** 1-9, or -1 for zlib's default (6). */
   compressionLevel: number;
   bufferSize: number;
-  noteRatio: string | undefined;
-  noteInput: string | undefined;
-  noteOutput: string | undefined;
   etagOpt: EtagOpt;
 }
 
@@ -86,13 +86,7 @@ function setBufferSize(cmd: Cmd, arg: string): string | undefined {
 }
 
 function setNote(cmd: Cmd, a: string, b: string | undefined): string | undefined {
-  if (b === undefined) { cmd.srv.noteRatio = a; return undefined; }
-  const k = a.toLowerCase();
-  if (k === 'ratio') cmd.srv.noteRatio = b;
-  else if (k === 'input') cmd.srv.noteInput = b;
-  else if (k === 'output') cmd.srv.noteOutput = b;
-  else return `Unknown note type ${a}`;
-  return undefined;
+  return setCodingNote(cmd.srv, a, b, (t) => `Unknown note type ${t}`);
 }
 
 function setMemLevel(cmd: Cmd, arg: string): string | undefined {
@@ -103,11 +97,9 @@ function setMemLevel(cmd: Cmd, arg: string): string | undefined {
 }
 
 function setEtag(cmd: Cmd, arg: string): string | undefined {
-  const a = arg.toLowerCase();
-  if (a === 'nochange') cmd.srv.etagOpt = ETAG_NOCHANGE;
-  else if (a === 'addsuffix') cmd.srv.etagOpt = ETAG_ADDSUFFIX;
-  else if (a === 'remove') cmd.srv.etagOpt = ETAG_REMOVE;
-  else return "DeflateAlterETAG accepts only 'NoChange', 'AddSuffix', and 'Remove'";
+  const opt = parseEtagOpt(arg);
+  if (opt === undefined) return "DeflateAlterETAG accepts only 'NoChange', 'AddSuffix', and 'Remove'";
+  cmd.srv.etagOpt = opt;
   return undefined;
 }
 
@@ -162,16 +154,6 @@ function skip<S>(f: FilterInstance<S>, bb: Brigade, why?: string): ReturnType<Fi
   if (why !== undefined) f.r.log('deflate', APLOG_TRACE1, why, undefined, 'mod_deflate.c');
   f.remove();
   return f.pass(bb);
-}
-
-/** The response's content codings as httpd's deflate_out_filter collects them: headers_out,
- *  err_headers_out, then r->content_encoding, comma-joined. */
-export function responseEncoding(r: Request): string | undefined {
-  let enc = r.headersOut.get('Content-Encoding');
-  const errEnc = r.errHeadersOut.get('Content-Encoding');
-  if (enc !== undefined) { if (errEnc !== undefined) enc = enc + ',' + errEnc; } else enc = errEnc;
-  if (r.contentEncoding !== undefined && r.contentEncoding !== '') enc = enc !== undefined ? enc + ',' + r.contentEncoding : r.contentEncoding;
-  return enc;
 }
 
 /** Whether a response of these buckets (ending with EOS) is too small to be worth it: httpd
@@ -258,16 +240,6 @@ function decide(f: FilterInstance<DeflateState>, bb: Brigade): boolean | 'skip' 
   return true;
 }
 
-/** The headers of a response coded with `coding` (deflate_out_filter, mod_brotli alike). */
-export function setCodingHeaders(r: Request, encoding: string | undefined, coding: string, etagOpt: EtagOpt): void {
-  if (encoding === undefined || encoding.toLowerCase() === 'identity') r.headersOut.set('Content-Encoding', coding);
-  else r.headersOut.merge('Content-Encoding', coding);
-  if (r.contentEncoding !== undefined) r.contentEncoding = r.headersOut.get('Content-Encoding');
-  r.headersOut.unset('Content-Length');
-  r.headersOut.unset('Content-MD5');
-  if (etagOpt !== ETAG_NOCHANGE) alterEtag(r, coding, etagOpt);
-}
-
 function settingsKey(c: DeflateServer): string {
   return `gzip:${c.compressionLevel}:${c.windowSize}:${c.memLevel}:${c.bufferSize}`;
 }
@@ -295,7 +267,7 @@ function deflateOut(f: FilterInstance<DeflateState>, bb: Brigade): ReturnType<Fi
           r.log('deflate', APLOG_DEBUG, `AH01384: Zlib: Compressed ${hit.totalIn} to ${hit.totalOut} : URL ${r.uri}`, undefined, 'mod_deflate.c(909)');
         }
         setNotes(r, c, hit.totalIn, hit.totalOut);
-        return replay(f, hit.passes);
+        return replayPasses(f, hit.passes);
       }
       st.record = [];
     }
@@ -307,20 +279,6 @@ function deflateOut(f: FilterInstance<DeflateState>, bb: Brigade): ReturnType<Fi
     return f.pass(bb);
   }
   return compressBrigade(f, bb, c);
-}
-
-/** Passes a cached compressed body as it was first passed. */
-function replay(f: FilterInstance<DeflateState>, passes: readonly (readonly Buffer[])[]): ReturnType<FilterInstance['pass']> {
-  const go = (i: number): ReturnType<FilterInstance['pass']> => {
-    for (; i < passes.length; i++) {
-      const bb: Bucket[] = passes[i]!.map((data) => ({ kind: 'data', data }));
-      if (i === passes.length - 1) bb.push(EOS);
-      const p = f.pass(bb);
-      if (p instanceof Promise) { const n = i + 1; return p.then(() => go(n)); }
-    }
-    return undefined;
-  };
-  return go(0);
 }
 
 function setNotes(r: Request, c: DeflateServer, totalIn: number, totalOut: number): void {
@@ -338,7 +296,7 @@ async function compressBrigade(f: FilterInstance<DeflateState>, bb: Brigade, c: 
     if (st.out.length === 0 || (st.out.length === 1 && st.out[0] === GZIP_HEADER)) return;
     const pieces = st.out.splice(0, st.out.length);
     st.record?.push(pieces);
-    await f.pass(pieces.map((data) => ({ kind: 'data', data })));
+    await f.pass(dataBuckets(pieces));
   };
   for (const b of bb) {
     if (r.headerOnly && r.bytesSent > 0) {
@@ -365,7 +323,7 @@ async function compressBrigade(f: FilterInstance<DeflateState>, bb: Brigade, c: 
       }
       const pieces = st.out.splice(0, st.out.length);
       st.record = null;
-      await f.pass([...pieces.map((data): Bucket => ({ kind: 'data', data })), b]);
+      await f.pass([...dataBuckets(pieces), b]);
       continue;
     }
     // EOS: the rest of the stream, the trailer (CRC and length), notes, the end.
@@ -384,7 +342,7 @@ async function compressBrigade(f: FilterInstance<DeflateState>, bb: Brigade, c: 
       st.record.push(pieces);
       compressedCache.put(r, st.settings, st.record, st.totalIn, st.totalOut);
     }
-    await f.pass([...pieces.map((data): Bucket => ({ kind: 'data', data })), EOS]);
+    await f.pass([...dataBuckets(pieces), EOS]);
     return;
   }
 }
@@ -668,7 +626,7 @@ function inflateOut(f: FilterInstance<InflateOutState>, bb: Brigade): ReturnType
 async function inflateBrigade(f: FilterInstance<InflateOutState>, bb: Brigade): Promise<void> {
   const g = f.state.g!;
   const r = f.r;
-  const take = (): Bucket[] => g.out.splice(0, g.out.length).map((data): Bucket => ({ kind: 'data', data }));
+  const take = (): Bucket[] => dataBuckets(g.out.splice(0, g.out.length));
   for (const b of bb) {
     if (b.kind === 'data' || b.kind === 'file') {
       await bucketPieces(b, async (data) => {
@@ -687,7 +645,7 @@ async function inflateBrigade(f: FilterInstance<InflateOutState>, bb: Brigade): 
         // Full buffers go on while input remains (inflate_out_filter); what the end of the
         // stream leaves in the buffer waits for EOS.
         if (g.trailer !== null) {
-          if (g.out.length > 1) await f.pass(g.out.splice(0, g.out.length - 1).map((d): Bucket => ({ kind: 'data', data: d })));
+          if (g.out.length > 1) await f.pass(dataBuckets(g.out.splice(0, g.out.length - 1)));
         } else if (g.out.length) {
           await f.pass(take());
         }
