@@ -8,12 +8,12 @@
 
 import { defineModule, directive, MODULE_API_VERSION, RSRC_CONF } from '../../server/module.js';
 import type { CmdParms } from '../../server/config/cmd.js';
-import type { SocacheInstance, SocacheProvider, SocacheSpec } from '../../server/socache.js';
+import type { SocacheProvider, SocacheSpec } from '../../server/socache.js';
 import type { ServerRec } from '../../server/server-rec.js';
-import { APLOG_CRIT, APLOG_DEBUG, APLOG_ERR, APLOG_WARNING } from '../../server/log/levels.js';
-import { KvClient, parseServer, type KvAddress } from '../../lib/kv/client.js';
+import { APLOG_WARNING } from '../../server/log/levels.js';
+import { KvClient, type KvAddress } from '../../lib/kv/client.js';
 import { McParser, encodeDelete, encodeGet, encodeSet, validKey, type McCommand, type McReply } from '../../lib/kv/memcache-text.js';
-import { cacheKey, keyHash, logServer, ttlDirective } from './socache-common.js';
+import { logServer, NetworkCache, serverClients, ttlDirective, type NetworkCacheWords } from './socache-common.js';
 
 interface MemcacheServerConfig {
   /** MemcacheConnTTL, ms (MC_DEFAULT_SERVER_TTL: 15 s). */
@@ -28,56 +28,30 @@ const RETRY_MS = 5000;
 
 type McClient = KvClient<McCommand, McReply>;
 
-class MemcacheCache implements SocacheInstance {
-  constructor(
-    private readonly s: ServerRec,
-    private readonly namespace: string,
-    private readonly clients: readonly McClient[],
-  ) {}
+const WORDS: NetworkCacheWords = {
+  module: 'socache_memcache', label: 'Memcached server', protocol: 'memcache', prefix: 'scache_mc',
+  codes: { set: 'AH00790', get: 'AH00791', del: 'AH00793', noHost: 'AH00787', bad: 'AH00786' },
+};
 
-  private pick(key: string): McClient {
-    return this.clients[keyHash(key) % this.clients.length]!;
+class MemcacheCache extends NetworkCache<McCommand, McReply> {
+  protected validKey(key: string): boolean {
+    return validKey(key);
   }
 
-  async store(id: Buffer, expiry: number, data: Buffer): Promise<boolean> {
-    const key = cacheKey(this.namespace, id);
-    if (!validKey(key)) return false;
-    const seconds = Math.floor((expiry - Date.now()) / 1000);
-    if (seconds <= 0) return false;
-    const r = await this.pick(key).request(encodeSet(key, seconds, data), 'set');
-    if (r === null || r.t !== 'status' || r.v !== 'STORED') {
-      logServer(this.s, 'socache_memcache', APLOG_CRIT, `AH00790: scache_mc: error setting key '${key}' with ${data.length} bytes of data`);
-      return false;
-    }
-    return true;
+  protected async set(c: McClient, key: string, seconds: number, data: Buffer): Promise<boolean> {
+    const r = await c.request(encodeSet(key, seconds, data), 'set');
+    return r !== null && r.t === 'status' && r.v === 'STORED';
   }
 
-  async retrieve(id: Buffer): Promise<Buffer | null> {
-    const key = cacheKey(this.namespace, id);
-    if (!validKey(key)) return null;
-    const r = await this.pick(key).request(encodeGet(key), 'get');
-    if (r === null || r.t === 'error') {
-      logServer(this.s, 'socache_memcache', APLOG_ERR, `AH00791: scache_mc: 'retrieve' FAIL`);
-      return null;
-    }
+  protected async get(c: McClient, key: string): Promise<Buffer | null | undefined> {
+    const r = await c.request(encodeGet(key), 'get');
+    if (r === null || r.t === 'error') return undefined;
     return r.t === 'value' ? r.v : null;
   }
 
-  async remove(id: Buffer): Promise<void> {
-    const key = cacheKey(this.namespace, id);
-    if (!validKey(key)) return;
-    const r = await this.pick(key).request(encodeDelete(key), 'delete');
-    if (r === null || r.t !== 'status' || r.v !== 'DELETED') {
-      logServer(this.s, 'socache_memcache', APLOG_DEBUG, `AH00793: scache_mc: error deleting key '${key}' `);
-    }
-  }
-
-  status(): string {
-    return this.clients.map((c) => `Memcached server: ${c.addr.host}:${c.addr.port} [${c.up ? 'Up' : 'Down'}]`).join('\n');
-  }
-
-  async destroy(): Promise<void> {
-    for (const c of this.clients) c.close();
+  protected async del(c: McClient, key: string): Promise<boolean> {
+    const r = await c.request(encodeDelete(key), 'delete');
+    return r !== null && r.t === 'status' && r.v === 'DELETED';
   }
 }
 
@@ -101,17 +75,8 @@ const provider: SocacheProvider = {
       async init(ctx, s, namespace) {
         const main = ctx.mainServer;
         const ttlMs = self.index >= 0 ? (self.server(main) ?? createServerConfig()).ttlMs : 15_000;
-        const clients: McClient[] = [];
-        for (const item of servers) {
-          const a = parseServer(item, DEFAULT_PORT);
-          if (typeof a === 'string') {
-            const text = a === 'no host' ? `AH00787: Failed to Parse Server, no hostname specified: '${item}'` : `AH00786: Failed to Parse memcache Server: '${item}'`;
-            logServer(s, 'socache_memcache', APLOG_CRIT, text);
-            return text;
-          }
-          clients.push(newClient(s, a, ttlMs));
-        }
-        return new MemcacheCache(s, namespace, clients);
+        const clients = serverClients(s, servers, DEFAULT_PORT, WORDS, (a) => newClient(s, a, ttlMs));
+        return typeof clients === 'string' ? clients : new MemcacheCache(s, namespace, clients, WORDS);
       },
     };
     return spec;

@@ -8,12 +8,12 @@
 
 import { defineModule, directive, MODULE_API_VERSION, RSRC_CONF } from '../../server/module.js';
 import type { CmdParms } from '../../server/config/cmd.js';
-import type { SocacheInstance, SocacheProvider, SocacheSpec } from '../../server/socache.js';
+import type { SocacheProvider, SocacheSpec } from '../../server/socache.js';
 import type { ServerRec } from '../../server/server-rec.js';
-import { APLOG_CRIT, APLOG_DEBUG, APLOG_ERR, APLOG_WARNING } from '../../server/log/levels.js';
-import { KvClient, parseServer, type KvAddress } from '../../lib/kv/client.js';
+import { APLOG_WARNING } from '../../server/log/levels.js';
+import { KvClient, type KvAddress } from '../../lib/kv/client.js';
 import { RespParser, encodeCommand, type RespReply } from '../../lib/kv/resp.js';
-import { cacheKey, keyHash, logServer, ttlDirective } from './socache-common.js';
+import { logServer, NetworkCache, serverClients, ttlDirective, type NetworkCacheWords } from './socache-common.js';
 
 interface RedisServerConfig {
   /** RedisConnPoolTTL, ms (RD_DEFAULT_SERVER_TTL: 15 s). */
@@ -29,56 +29,29 @@ const RETRY_MS = 5000;
 
 type RdClient = KvClient<null, RespReply>;
 
-class RedisCache implements SocacheInstance {
-  constructor(
-    private readonly s: ServerRec,
-    private readonly namespace: string,
-    private readonly clients: readonly RdClient[],
-  ) {}
+const WORDS: NetworkCacheWords = {
+  module: 'socache_redis', label: 'Redis server', protocol: 'redis', prefix: 'scache_rd',
+  codes: { set: 'AH03478', get: 'AH03479', del: 'AH03481', noHost: 'AH03475', bad: 'AH03474' },
+};
 
-  private pick(key: string): RdClient {
-    return this.clients[keyHash(key) % this.clients.length]!;
+class RedisCache extends NetworkCache<null, RespReply> {
+  protected validKey(key: string): boolean {
+    return key.length < KEY_MAX;
   }
 
-  async store(id: Buffer, expiry: number, data: Buffer): Promise<boolean> {
-    const key = cacheKey(this.namespace, id);
-    if (key.length >= KEY_MAX) return false;
-    const seconds = Math.floor((expiry - Date.now()) / 1000);
-    if (seconds <= 0) return false;
-    const r = await this.pick(key).request(encodeCommand(['SETEX', key, String(seconds), data]), null);
-    if (r === null || r.t !== 'simple' || r.v !== 'OK') {
-      logServer(this.s, 'socache_redis', APLOG_CRIT, `AH03478: scache_rd: error setting key '${key}' with ${data.length} bytes of data`);
-      return false;
-    }
-    return true;
+  protected async set(c: RdClient, key: string, seconds: number, data: Buffer): Promise<boolean> {
+    const r = await c.request(encodeCommand(['SETEX', key, String(seconds), data]), null);
+    return r !== null && r.t === 'simple' && r.v === 'OK';
   }
 
-  async retrieve(id: Buffer): Promise<Buffer | null> {
-    const key = cacheKey(this.namespace, id);
-    if (key.length >= KEY_MAX) return null;
-    const r = await this.pick(key).request(encodeCommand(['GET', key]), null);
-    if (r === null || r.t !== 'bulk') {
-      logServer(this.s, 'socache_redis', APLOG_ERR, `AH03479: scache_rd: 'retrieve' FAIL`);
-      return null;
-    }
-    return r.v;
+  protected async get(c: RdClient, key: string): Promise<Buffer | null | undefined> {
+    const r = await c.request(encodeCommand(['GET', key]), null);
+    return r === null || r.t !== 'bulk' ? undefined : r.v;
   }
 
-  async remove(id: Buffer): Promise<void> {
-    const key = cacheKey(this.namespace, id);
-    if (key.length >= KEY_MAX) return;
-    const r = await this.pick(key).request(encodeCommand(['DEL', key]), null);
-    if (r === null || r.t !== 'int' || r.v !== 1) {
-      logServer(this.s, 'socache_redis', APLOG_DEBUG, `AH03481: scache_rd: error deleting key '${key}' `);
-    }
-  }
-
-  status(): string {
-    return this.clients.map((c) => `Redis server: ${c.addr.host}:${c.addr.port} [${c.up ? 'Up' : 'Down'}]`).join('\n');
-  }
-
-  async destroy(): Promise<void> {
-    for (const c of this.clients) c.close();
+  protected async del(c: RdClient, key: string): Promise<boolean> {
+    const r = await c.request(encodeCommand(['DEL', key]), null);
+    return r !== null && r.t === 'int' && r.v === 1;
   }
 }
 
@@ -108,17 +81,8 @@ const provider: SocacheProvider = {
       provider: 'redis',
       async init(ctx, s, namespace) {
         const conf = self.index >= 0 ? (self.server(ctx.mainServer) ?? createServerConfig()) : createServerConfig();
-        const clients: RdClient[] = [];
-        for (const item of servers) {
-          const a = parseServer(item, DEFAULT_PORT);
-          if (typeof a === 'string') {
-            const text = a === 'no host' ? `AH03475: Failed to Parse Server, no hostname specified: '${item}'` : `AH03474: Failed to Parse redis Server: '${item}'`;
-            logServer(s, 'socache_redis', APLOG_CRIT, text);
-            return text;
-          }
-          clients.push(newClient(s, a, conf));
-        }
-        return new RedisCache(s, namespace, clients);
+        const clients = serverClients(s, servers, DEFAULT_PORT, WORDS, (a) => newClient(s, a, conf));
+        return typeof clients === 'string' ? clients : new RedisCache(s, namespace, clients, WORDS);
       },
     };
   },

@@ -1,9 +1,13 @@
 // What the mod_socache_* modules share: the key an id is stored under on a cache server
-// (httpd's "namespace:" + hex id), a server-scoped log line, and the "TTL"/timeout directive
-// argument as ap_timeout_parameter_parse reads it.
+// (httpd's "namespace:" + hex id), a server-scoped log line, the "TTL"/timeout directive
+// argument as ap_timeout_parameter_parse reads it, and the plumbing of the network caches
+// (memcache, redis): one client per listed server, the key's server by apr's CRC-32 hash,
+// store/retrieve/remove with httpd's log lines, the status lines.
 
 import type { ServerRec } from '../../server/server-rec.js';
-import { levelFor } from '../../server/log/levels.js';
+import type { SocacheInstance } from '../../server/socache.js';
+import { APLOG_CRIT, APLOG_DEBUG, APLOG_ERR, levelFor } from '../../server/log/levels.js';
+import { parseServer, type KvAddress, type KvClient } from '../../lib/kv/client.js';
 
 /** The key of `id` under `namespace` ("mod_ssl-session:" + lowercase hex). */
 export function cacheKey(namespace: string, id: Buffer): string {
@@ -60,3 +64,94 @@ const CRC_TABLE = (() => {
   }
   return t;
 })();
+
+/** What a network cache provider says in the log and on the status page. */
+export interface NetworkCacheWords {
+  /** The module name of its log lines ('socache_memcache'). */
+  module: string;
+  /** The status line's server label ('Memcached server'). */
+  label: string;
+  /** The protocol word of the "Failed to Parse <word> Server" line ('memcache'). */
+  protocol: string;
+  /** The AH codes: store failed, retrieve failed, remove failed, no host, unparsable. */
+  codes: { set: string; get: string; del: string; noHost: string; bad: string };
+  /** The log lines' prefix ('scache_mc'). */
+  prefix: string;
+}
+
+/** A cache on a list of servers, one pipelined client each; the protocol's commands are the
+ *  subclass's, the key checks, hashing and log lines are here. */
+export abstract class NetworkCache<Tag, Reply> implements SocacheInstance {
+  constructor(
+    private readonly s: ServerRec,
+    private readonly namespace: string,
+    private readonly clients: readonly KvClient<Tag, Reply>[],
+    private readonly words: NetworkCacheWords,
+  ) {}
+
+  /** Whether the server takes this key. */
+  protected abstract validKey(key: string): boolean;
+  /** Stores; true when the server said it did. */
+  protected abstract set(c: KvClient<Tag, Reply>, key: string, seconds: number, data: Buffer): Promise<boolean>;
+  /** The value, null for a miss, undefined when the server failed. */
+  protected abstract get(c: KvClient<Tag, Reply>, key: string): Promise<Buffer | null | undefined>;
+  /** Deletes; true when the server said it did. */
+  protected abstract del(c: KvClient<Tag, Reply>, key: string): Promise<boolean>;
+
+  private pick(key: string): KvClient<Tag, Reply> {
+    return this.clients[keyHash(key) % this.clients.length]!;
+  }
+
+  async store(id: Buffer, expiry: number, data: Buffer): Promise<boolean> {
+    const key = cacheKey(this.namespace, id);
+    if (!this.validKey(key)) return false;
+    const seconds = Math.floor((expiry - Date.now()) / 1000);
+    if (seconds <= 0) return false;
+    if (await this.set(this.pick(key), key, seconds, data)) return true;
+    const w = this.words;
+    logServer(this.s, w.module, APLOG_CRIT, `${w.codes.set}: ${w.prefix}: error setting key '${key}' with ${data.length} bytes of data`);
+    return false;
+  }
+
+  async retrieve(id: Buffer): Promise<Buffer | null> {
+    const key = cacheKey(this.namespace, id);
+    if (!this.validKey(key)) return null;
+    const v = await this.get(this.pick(key), key);
+    if (v !== undefined) return v;
+    const w = this.words;
+    logServer(this.s, w.module, APLOG_ERR, `${w.codes.get}: ${w.prefix}: 'retrieve' FAIL`);
+    return null;
+  }
+
+  async remove(id: Buffer): Promise<void> {
+    const key = cacheKey(this.namespace, id);
+    if (!this.validKey(key)) return;
+    if (await this.del(this.pick(key), key)) return;
+    const w = this.words;
+    logServer(this.s, w.module, APLOG_DEBUG, `${w.codes.del}: ${w.prefix}: error deleting key '${key}' `);
+  }
+
+  status(): string {
+    return this.clients.map((c) => `${this.words.label}: ${c.addr.host}:${c.addr.port} [${c.up ? 'Up' : 'Down'}]`).join('\n');
+  }
+
+  async destroy(): Promise<void> {
+    for (const c of this.clients) c.close();
+  }
+}
+
+/** One client for each `host[:port]` of a provider's argument list, or httpd's error (logged
+ *  at crit) for the first it cannot read. */
+export function serverClients<C>(s: ServerRec, servers: readonly string[], defaultPort: number, w: NetworkCacheWords, make: (a: KvAddress) => C): C[] | string {
+  const clients: C[] = [];
+  for (const item of servers) {
+    const a = parseServer(item, defaultPort);
+    if (typeof a === 'string') {
+      const text = a === 'no host' ? `${w.codes.noHost}: Failed to Parse Server, no hostname specified: '${item}'` : `${w.codes.bad}: Failed to Parse ${w.protocol} Server: '${item}'`;
+      logServer(s, w.module, APLOG_CRIT, text);
+      return text;
+    }
+    clients.push(make(a));
+  }
+  return clients;
+}
