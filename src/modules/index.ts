@@ -93,6 +93,7 @@ import heartbeat from './cluster/mod_heartbeat.js';
 import heartmonitor from './cluster/mod_heartmonitor.js';
 import session from './session/mod_session.js';
 import sessionCookie from './session/mod_session_cookie.js';
+import proxyHttp2 from './proxy/mod_proxy_http2.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 
@@ -186,6 +187,7 @@ const ALL: AnyModuleHandle[] = [
   h(proxyHcheck),
   h(heartbeat),
   h(heartmonitor),
+  h(proxyHttp2),
   h(caseFilter),
   h(caseFilterIn),
 ];

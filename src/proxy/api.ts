@@ -170,6 +170,9 @@ export interface ProxyConn {
   isSsl: boolean;
   /** SNI / name checked by SSLProxyCheckPeerName for this connection. */
   sslHostname: string | undefined;
+  /** ALPN protocols the TLS handshake proposes and requires one of (httpd's
+   *  "proxy-request-alpn-protos" connection note; mod_proxy_http2 sets ["h2"]). */
+  alpn?: readonly string[] | undefined;
   /** Close instead of returning it to the pool (httpd's backend->close). */
   close: boolean;
   /** Bytes received after the end of a response (a protocol module's reader gives them back;

@@ -123,7 +123,7 @@ export function cannedError(status: number, c: CannedContext): string {
     case 501:
       return notes(c, `<p>${c.escape(c.method)} not supported for current URL.<br />\n`, '</p>\n');
     case 502:
-      return notes(c, '<p>The proxy server received an invalid\nresponse from an upstream server.<br />\n', '</p>\n');
+      return notes(c, '<p>The proxy server received an invalid\r\nresponse from an upstream server.<br />\r\n', '</p>\n');
     case 503:
       return '<p>The server is temporarily unable to service your\nrequest due to maintenance downtime or capacity\nproblems. Please try again later.</p>\n';
     case 504:

@@ -27,6 +27,7 @@ export class BackendConn implements ProxyConn {
   udsPath = '';
   isSsl = false;
   sslHostname: string | undefined = undefined;
+  alpn: readonly string[] | undefined = undefined;
   close = false;
   pending: Buffer | null = null;
   uses = 0;

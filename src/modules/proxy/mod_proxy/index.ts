@@ -103,7 +103,7 @@ async function connectBackend(proxyFunction: string, c: ProxyConn, w: ProxyWorke
       return 500;
     }
     try {
-      const t = await ssl.connect(r.server, bc.socket!, bc.sslHostname ?? bc.hostname, r.perDirConfig);
+      const t = await ssl.connect(r.server, bc.socket!, bc.sslHostname ?? bc.hostname, r.perDirConfig, bc.alpn);
       bc.attach(t);
     } catch (e) {
       r.log('ssl', APLOG_ERR, e instanceof Error ? e.message : String(e));

@@ -26,15 +26,26 @@ export interface SslProxyProvider {
    * name the certificate must match); resolves with the TLS socket once the handshake and the
    * peer checks pass, rejects with an SslProxyError otherwise (the socket is then closed).
    * `perDir` is the request's per-directory vector (with the backend's <Proxy> section merged):
-   * SSLProxy* set there override the server's.
+   * SSLProxy* set there override the server's. `alpn`: protocols to propose, one of which the
+   * backend must select (ssl_io_filter_handshake's check of "proxy-request-alpn-protos").
    */
-  connect(s: ServerRec, socket: net.Socket, host: string, perDir?: readonly unknown[]): Promise<tls.TLSSocket>;
+  connect(s: ServerRec, socket: net.Socket, host: string, perDir?: readonly unknown[], alpn?: readonly string[]): Promise<tls.TLSSocket>;
 }
 
 declare module '../../../server/module.js' {
   interface ProviderGroups {
     ssl_proxy: SslProxyProvider;
   }
+}
+
+/** ssl_io_filter_handshake's ALPN check: with protocols proposed, the backend must select one
+ *  of them (a server that ignores ALPN fails the handshake). */
+function alpnCheck(t: tls.TLSSocket, alpn: readonly string[] | undefined): string | undefined {
+  if (alpn === undefined || alpn.length === 0) return undefined;
+  const sel = t.alpnProtocol;
+  if (sel === false || sel === null || sel === '') return `AH10273: SSL Proxy: Peer did not select any of our ALPN protocols [${alpn.join(',')}].`;
+  if (!alpn.includes(sel)) return `AH10274: SSL Proxy: Peer proposed ALPN protocol ${sel} which is none of our proposals [${alpn.join(',')}].`;
+  return undefined;
 }
 
 /** The lowest and highest protocol of an SSLProxyProtocol set. */
@@ -157,15 +168,15 @@ export function makeProxyProvider(conf: (s: ServerRec) => Readonly<SslProxyConfi
   };
   return {
     enabled: (s) => conf(s)?.engine === true,
-    connect(s, socket, host, perDir) {
+    connect(s, socket, host, perDir, alpn) {
       const p = effective(s, perDir);
       if (p === undefined || p.engine !== true) return Promise.reject(new SslProxyError('AH00961: HTTPS: failed to enable ssl support (is mod_ssl loaded?)'));
       let opts = built.get(p);
       if (opts === undefined) { opts = proxyOptions(p); built.set(p, opts); }
       return new Promise((resolve, reject) => {
-        const t = tls.connect({ ...opts, socket, servername: net.isIP(host) === 0 ? host : undefined });
+        const t = tls.connect({ ...opts, socket, servername: net.isIP(host) === 0 ? host : undefined, ...(alpn !== undefined && alpn.length > 0 ? { ALPNProtocols: [...alpn] } : {}) });
         t.once('secureConnect', () => {
-          const failed = verifyCheck(p, t) ?? peerCheck(p, t, host);
+          const failed = verifyCheck(p, t) ?? peerCheck(p, t, host) ?? alpnCheck(t, alpn);
           if (failed !== undefined) { t.destroy(); reject(new SslProxyError(failed)); return; }
           t.removeAllListeners('error');
           resolve(t);
