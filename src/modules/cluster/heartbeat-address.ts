@@ -13,18 +13,20 @@ export interface HbAddress {
 export function parseHbAddress(text: string, directive: string, what: 'address' | 'multicast address'): HbAddress | string {
   let host: string | undefined;
   let portText = '';
+  const parseError = what === 'address' ? `${directive}: Unable to parse address.` : `${directive}: Unable to parse multicast address.`;
+  // An empty host before the colon is refused; digits after the last colon are the port
+  // (1-65535); anything else is all host (without a port).
   const v6 = /^\[([^\]]*)\](?::(.*))?$/.exec(text);
   if (v6 !== null) {
     host = v6[1]!;
     portText = v6[2] ?? '';
   } else {
     const c = text.lastIndexOf(':');
-    if (c >= 0) { host = text.slice(0, c); portText = text.slice(c + 1); } else if (/^\d+$/.test(text)) portText = text; else host = text;
+    if (c >= 0 && /^\d+$/.test(text.slice(c + 1))) { host = text.slice(0, c); portText = text.slice(c + 1); } else if (/^\d+$/.test(text)) portText = text; else host = text;
   }
-  const parseError = what === 'address' ? `${directive}: Unable to parse address.` : `${directive}: Unable to parse multicast address.`;
-  if (host !== undefined && host.includes(':') && v6 === null) return parseError;
+  if (host === '') return parseError;
   if (portText !== '' && (!/^\d+$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535)) return parseError;
-  if (host === undefined || host === '') return `${directive}: No host provided in ${what}`;
+  if (host === undefined) return `${directive}: No host provided in ${what}`;
   const port = portText === '' ? 0 : Number(portText);
   if (port === 0) return `${directive}: No port provided in ${what}`;
   // APR_INET: an IPv4 address or a name with one.

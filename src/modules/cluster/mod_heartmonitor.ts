@@ -16,7 +16,8 @@ import { DECLINED, defineModule, directive, HOOK_FIRST, MODULE_API_VERSION, OK, 
 import type { Request } from '../../server/request/request.js';
 import type { ServerRec } from '../../server/server-rec.js';
 import { globals } from '../../server/core/globals.js';
-import { APLOG_CRIT, APLOG_DEBUG, APLOG_EMERG, levelFor } from '../../server/log/levels.js';
+import { coreServer } from '../../server/core/config.js';
+import { APLOG_CRIT, APLOG_DEBUG, APLOG_EMERG, APLOG_ERR, APLOG_WARNING, levelFor } from '../../server/log/levels.js';
 import { EOS, FLUSH, dataBucket } from '../../server/filters.js';
 import { SLOTMEM_TYPE_PREGRAB, type SlotmemInstance, type SlotmemProvider } from '../../server/slotmem.js';
 import type { WatchdogState } from '../../server/watchdog.js';
@@ -324,6 +325,9 @@ function postConfig(ctx: ConfigContext): string | undefined {
     log(s, APLOG_CRIT, 'AH02093: mod_watchdog is required');
     return 'AH02093: mod_watchdog is required';
   }
+  // 2.4.71 sets up the storage of an active monitor only (one without HeartbeatListen starts
+  // without mod_slotmem_shm).
+  if (conf.listen === undefined) return undefined;
   const maxServers = conf.maxServers ?? 10;
   let slot: Monitor['slot'];
   if (maxServers !== 0) {
@@ -343,7 +347,6 @@ function postConfig(ctx: ConfigContext): string | undefined {
     ctx, conf, storagePath: conf.storagePath ?? runtimeRelative(ctx, DEFAULT_HEARTBEAT_STORAGE), slot, servers: new Map(), sock: undefined, wake: undefined,
   };
   current = m;
-  if (conf.listen === undefined) return undefined;
   const wd = ctx.provider('watchdog', 'mod_watchdog')!;
   const inst = wd.getInstance(ctx, WATCHDOG_NAME, false, true);
   if (inst === 'enotimpl') {
@@ -355,10 +358,29 @@ function postConfig(ctx: ConfigContext): string | undefined {
   return undefined;
 }
 
-/** hm_handler: "SetHandler heartbeat" takes a heartbeat as a POST body and stores it at once. */
+/** A heartbeat field as 2.4.71's handler reads it: a whole integer, else `fallback` with a
+ *  warning. */
+function field(r: Request, value: string, code: string, what: string, fallback: number, ok: (n: number) => boolean): number {
+  const n = /^\s*[+-]?\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (Number.isSafeInteger(n) && ok(n)) return n;
+  r.log('heartmonitor', APLOG_WARNING, `${code}: Invalid ${what} value: ${value}, using ${what === 'port' ? 'default ' : ''}${fallback}`);
+  return fallback;
+}
+
+/** hm_handler (2.4.71): "SetHandler heartbeat" takes a heartbeat as a POST body and stores it
+ *  at once; 503 when this server does not listen for heartbeats, 400 without busy and ready. */
 function handler(r: Request): MaybePromise<number> {
   if (r.handler !== 'heartbeat') return DECLINED;
-  if (r.method !== 'POST') return 405;
+  if (r.method !== 'POST') {
+    // The handler declares no method: make_allow's list holds TRACE alone.
+    r.headersOut.set('Allow', coreServer(r.server).traceEnable === 'off' ? '' : 'TRACE');
+    return 405;
+  }
+  const m = current;
+  if (m === undefined || m.conf.listen === undefined) {
+    r.log('heartmonitor', APLOG_ERR, 'AH10561: Heartbeat monitoring not active');
+    return 503;
+  }
   return (async () => {
     let body: Buffer;
     try {
@@ -367,15 +389,22 @@ function handler(r: Request): MaybePromise<number> {
       const st = (e as { status?: number }).status;
       return typeof st === 'number' ? st : 400;
     }
-    const t = argsToMap(body.subarray(0, MAX_MSG_LEN - 1).toString('latin1'));
-    const srv: HmServer = {
-      ip: r.connection.remoteIp, port: t.has('port') ? atoi(t.get('port')!) : 80,
-      busy: atoi(t.get('busy') ?? ''), ready: atoi(t.get('ready') ?? ''), seen: Date.now(),
-    };
-    const m = current;
-    if (m !== undefined) {
-      if (m.slot !== undefined) slotUpdate(m, srv); else fileUpdate(m, srv);
+    const t = argsToMap(body.subarray(0, MAX_MSG_LEN).toString('latin1'));
+    const busy = t.get('busy');
+    const ready = t.get('ready');
+    if (busy === undefined || ready === undefined) {
+      r.log('heartmonitor', APLOG_ERR, 'AH10563: Missing required parameters: busy and/or ready');
+      return 400;
     }
+    const port = t.get('port');
+    const srv: HmServer = {
+      ip: r.connection.remoteIp,
+      port: port === undefined ? 80 : field(r, port, 'AH10564', 'port', 80, (n) => n >= 1 && n <= 65535),
+      busy: field(r, busy, 'AH10565', 'busy', 0, (n) => n >= -2147483648 && n <= 2147483647),
+      ready: field(r, ready, 'AH10566', 'ready', 0, (n) => n >= -2147483648 && n <= 2147483647),
+      seen: Date.now(),
+    };
+    if (m.slot !== undefined) slotUpdate(m, srv); else fileUpdate(m, srv);
     r.contentType = 'text/plain';
     r.headersOut.set('Content-Length', '2');
     await r.write([dataBucket('OK'), FLUSH]);

@@ -32,8 +32,8 @@ const WATCHDOG_NAME = '_proxy_hcheck_';
 const DEFAULT_TPSIZE = 16;
 /** HCHECK_WATHCHDOG_DEFAULT_INTERVAL (ms). */
 const DEFAULT_INTERVAL = 30000;
-/** sizeof(hcuri), sizeof(hcexpr) (PROXY_WORKER_MAX_ROUTE_SIZE, PROXY_WORKER_MAX_SCHEME_SIZE). */
-const HCURI_SIZE = 96;
+/** sizeof(hcuri), sizeof(hcexpr) in 2.4.71 (PROXY_WORKER_MAX_ROUTE_SIZE, PROXY_WORKER_MAX_SCHEME_SIZE). */
+const HCURI_SIZE = 64;
 const HCEXPR_SIZE = 16;
 /** HUGE_STRING_LEN: the longest status or header line read. */
 const HUGE_STRING_LEN = 8192;

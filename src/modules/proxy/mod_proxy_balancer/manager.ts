@@ -154,7 +154,7 @@ function processParams(r: Request, conf: ProxyServerConf, api: ProxyApi, bsel: P
       if (m !== undefined) wsel.s.method = m;
     }
     val = params.get('w_hu');
-    if (val !== undefined) wsel.s.hcuri = val.length > 0 && val.length < 96 ? val : '';
+    if (val !== undefined) wsel.s.hcuri = val.length > 0 && val.length < 64 ? val : '';
     const hc = r.rt.ctx.provider('proxy_hc', 'hcheck');
     val = params.get('w_he');
     if (hc !== undefined && val !== undefined) wsel.s.hcexpr = val.length > 0 && hc.validExpr(r, val) && val.length < 16 ? val : '';
