@@ -369,11 +369,18 @@ async function processResponse(q: Req, rd: BackendReader): Promise<number> {
       // Interim responses.
       if (proxyStatus >= 100 && proxyStatus < 200) {
         if (proxyStatus === 101) {
-          const raw = `HTTP/1.1 101 Switching Protocols\r\nUpgrade: ${upgrade}\r\nConnection: Upgrade\r\n\r\n`;
+          // ap_send_interim_response with the backend's fields, Connection and Upgrade set.
+          r.headersOut.set('Connection', 'Upgrade');
+          r.headersOut.set('Upgrade', upgrade!);
+          const switched = sendInterim(r, 101, '101 Switching Protocols');
           r.headersSent = true;
           r.eosSent = true;
-          r.connection.bytesOut += raw.length;
-          r.connection.wire.write(raw, 'latin1');
+          if (!switched) {
+            // An HTTP/2 WebSocket CONNECT whose switch mod_http2 refused (502 sent): no tunnel.
+            r.connection.keepAlive = false;
+            r.status = 502;
+            return DONE;
+          }
           r.log(MOD, APLOG_DEBUG, `AH10239: HTTP: tunneling protocol ${upgrade}`);
           const idle = api.backendTimeout(q.worker, r);
           await api.tunnel(r, conn, idle);
@@ -430,14 +437,19 @@ function shouldOverride(dc: ProxyDirConf, status: number): boolean {
 }
 
 /** ap_send_interim_response. */
-function sendInterim(r: Request, status: number, statusLine: string): void {
-  if (r.protoNum < 1001) return;
+/** ap_send_interim_response: the status line and the response's fields so far; on HTTP/2
+ *  the stream's interim HEADERS (a 101 there is a WebSocket CONNECT's switch). False when the
+ *  switch was refused. */
+function sendInterim(r: Request, status: number, statusLine: string): boolean {
+  const framed = r.connection.wire.framed;
+  if (framed !== undefined) return framed.interim(status, r.headersOut);
+  if (r.protoNum < 1001) return true;
   let head = `HTTP/1.1 ${statusLine}\r\n`;
   r.headersOut.forEach((n, v) => { head += `${n}: ${v}\r\n`; });
   head += '\r\n';
   r.connection.bytesOut += head.length;
   r.connection.wire.write(head, 'latin1');
-  void status;
+  return true;
 }
 
 /** How the body is framed: chunked, a length, or until the backend closes. */

@@ -26,4 +26,8 @@ export interface FramedWire {
   head(status: number, fields: HeaderTable, date: string, server: string, bodyless: boolean): void;
   /** The end of the response (EOS). */
   end(): void;
+  /** An interim response (1xx) and its fields (ap_send_interim_response). A 101 is the switch
+   *  of an HTTP/2 extended CONNECT (H2WebSockets), answered 200 on the stream; false when the
+   *  switch was refused (the stream has its final answer, no tunnel follows). */
+  interim(status: number, fields: HeaderTable): boolean;
 }

@@ -496,8 +496,8 @@ const self = defineModule<S, D>({
     directive<S, D, 'TAKE2'>({ name: 'H2EarlyHint', args: 'TAKE2', where: OR_FILEINFO | OR_AUTHCFG, help: "add a a 'Link:' header for a 103 Early Hints response.", handler: (cmd, a, b) => earlyHint(cmd, a, b) }),
     // DIFFERENCE: forward proxy requests need mod_proxy, which plume does not have yet.
     directive<S, D, 'TAKE1'>({ name: 'H2ProxyRequests', args: 'TAKE1', where: OR_FILEINFO, help: 'Enables forward proxy requests via HTTP/2', handler: flag((cmd, on) => { if (cmd.path !== undefined) cmd.dir.proxyRequests = on; else cmd.srv.proxyRequests = on; }) }),
-    // DIFFERENCE: extended CONNECT is announced (SETTINGS_ENABLE_CONNECT_PROTOCOL) but answered
-    // 405 as any CONNECT: plume has no WebSocket handler for it to reach yet.
+    // On: SETTINGS_ENABLE_CONNECT_PROTOCOL is announced and an extended CONNECT for
+    // "websocket" becomes an Upgrade request (stream.ts, serveStream).
     directive<S, D, 'TAKE1'>({ name: 'H2WebSockets', args: 'TAKE1', where: SRV, help: 'off to disable WebSockets over HTTP/2', handler: (cmd, v) => {
       const on = onOff(v);
       if (on === undefined) return 'value must be On or Off';

@@ -95,6 +95,7 @@ const PUSH_COPIED = ['user-agent', 'accept', 'accept-encoding', 'accept-language
 export class H2Session implements StreamSession {
   readonly scheme: string;
   readonly maxMem: number;
+  readonly webSockets: boolean;
   private readonly session: http2.ServerHttp2Session | null = null;
   /** Paths pushed on this connection (H2PushDiarySize: the oldest forgotten first). */
   private readonly diary = new Set<string>();
@@ -112,6 +113,7 @@ export class H2Session implements StreamSession {
   ) {
     this.scheme = tls !== null ? 'https' : 'http';
     this.maxMem = settings.maxMem;
+    this.webSockets = settings.webSockets;
     const h2s = serverFor(settings);
     let created: http2.ServerHttp2Session | null = null;
     const onSession = (s: http2.ServerHttp2Session): void => { created = s; };

@@ -6,7 +6,8 @@
 // Keep-Alive or Transfer-Encoding) and the body as DATA. Every module's hooks run unchanged.
 
 import type * as http2 from 'node:http2';
-import { Request, type ConnRec, type RequestBody } from '../../../server/request/request.js';
+import { createHash, randomBytes } from 'node:crypto';
+import { Request, type ConnRec, type RequestBody, type RawStream } from '../../../server/request/request.js';
 import type { Wire, FramedWire } from '../../../server/http/wire.js';
 import type { ServerRec } from '../../../server/server-rec.js';
 import type { Runtime } from '../../../server/runtime.js';
@@ -21,7 +22,7 @@ import { decodeUrlPath } from '../../../server/http/uri.js';
 import { DEFAULT_LIMIT_REQUEST_BODY } from '../../../server/http/http-core.js';
 import { newRequestTarget, parseRequestLine, fixHostname, parseStrictLength, isHttpScheme } from '../../../server/http/protocol.js';
 import { coreServer, coreDir } from '../../../server/core/config.js';
-import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO } from '../../../server/log/levels.js';
+import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, APLOG_TRACE1, APLOG_WARNING } from '../../../server/log/levels.js';
 
 /** Fields HTTP/2 forbids in a message (RFC 9113 8.2.2): dropped from the response, as
  *  mod_http2 drops them. */
@@ -38,12 +39,47 @@ export interface StreamSession {
   readonly scheme: string;
   /** H2StreamMaxMemSize: output a stream holds before the handler waits. */
   readonly maxMem: number;
+  /** H2WebSockets: an extended CONNECT for "websocket" is served as an Upgrade. */
+  readonly webSockets: boolean;
   /** A response head is about to go out (server push looks at its Link fields). */
   responding(st: H2Stream, r: Request, fields: HeaderTable): void;
 }
 
 let nextStreamConnId = 1 << 30;
+const NGHTTP2_NO_ERROR = 0x0;
+const NGHTTP2_CANCEL = 0x8;
 const NGHTTP2_HTTP_1_1_REQUIRED = 0xd;
+/** The fields of a WebSocket's 101 that its 200 on HTTP/2 does not carry (h2_ws.c). */
+const WS_DROPPED: ReadonlySet<string> = new Set(['sec-websocket-accept']);
+/** RFC 6455's GUID for Sec-WebSocket-Accept. */
+const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
+
+/**
+ * A response head as HTTP/2 fields: `:status`, the response's fields with those HTTP/2
+ * forbids (and `dropped`) left out, repeated names comma-joined (Set-Cookie kept apart), and
+ * Date and Server — first for a request refused while its fields were read, last otherwise,
+ * as mod_http2 sends them; none on an interim response.
+ */
+function responseFields(status: number, fields: HeaderTable, date: string | undefined, server: string | undefined, dateFirst: boolean, dropped: ReadonlySet<string> | null): http2.OutgoingHttpHeaders {
+  const out: http2.OutgoingHttpHeaders = { ':status': status };
+  if (dateFirst && date !== undefined && server !== undefined) { out['date'] = date; out['server'] = server; }
+  fields.forEach((_name, value, key) => {
+    if (key === 'date' || key === 'server' || CONNECTION_FIELDS.has(key) || dropped?.has(key)) return;
+    const had = out[key];
+    if (had === undefined) out[key] = value;
+    else if (key === 'set-cookie') out[key] = Array.isArray(had) ? [...had, value] : [String(had), value];
+    else out[key] = `${String(had)}, ${value}`;
+  });
+  if (date !== undefined && server !== undefined) { out['date'] = date; out['server'] = server; }
+  return out;
+}
+
+/** The Sec-WebSocket-Key of a WebSocket CONNECT turned into an Upgrade, and the
+ *  Sec-WebSocket-Accept the switch must answer with. */
+function wsKey(): { key: string; accept: string } {
+  const key = randomBytes(16).toString('base64');
+  return { key, accept: createHash('sha1').update(key + WS_GUID).digest('base64') };
+}
 
 /** mod_ssl's "ssl-renegotiate-forbidden" note on the request or one it was redirected from. */
 function renegotiationForbidden(r: Request): string | undefined {
@@ -85,6 +121,11 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
   pushedOn = 0;
   /** The request was refused before the request hooks ran (bad fields, limits). */
   refusedEarly = false;
+  /** An extended CONNECT for a WebSocket (H2WebSockets): the Sec-WebSocket-Accept its 101
+   *  must carry (RFC 6455 4.2.2) for the switch to be answered 200. */
+  ws: { readonly accept: string } | null = null;
+  /** The response was replaced (a refused WebSocket switch): the handler's bytes are dropped. */
+  private discarding = false;
 
   constructor(readonly session: StreamSession, readonly stream: http2.ServerHttp2Stream, protocol: string) {
     const c1 = session.c1;
@@ -109,7 +150,7 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
   // ---- Wire -------------------------------------------------------------------------------
   get destroyed(): boolean { return this.stream.destroyed || this.stream.closed; }
   write(data: Buffer | string, encoding: BufferEncoding = 'latin1'): boolean {
-    if (this.destroyed) return true;
+    if (this.destroyed || this.discarding) return true;
     const b = typeof data === 'string' ? Buffer.from(data, encoding) : data;
     if (b.length === 0) return true;
     this.stream.write(b);
@@ -140,29 +181,73 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
       this.stream.close(NGHTTP2_HTTP_1_1_REQUIRED);
       return;
     }
+    if (this.ws !== null && status >= 200 && status < 300) {
+      // A WebSocket CONNECT answered 2xx without switching: the resource does not speak the
+      // protocol; 502 with no body, as mod_http2's H2_C2_WS_OUT filter answers.
+      this.refuseSwitch();
+      return;
+    }
     if (this.request !== null) this.session.responding(this, this.request, fields);
-    const out: http2.OutgoingHttpHeaders = { ':status': status };
     // A request refused while its stream's fields were read (431, 400) is answered with Date
     // and Server first (measured on Apache 2.4.71); every other response has them last.
-    if (this.refusedEarly) { out['date'] = date; out['server'] = server; }
-    fields.forEach((name, value, key) => {
-      if (key === 'date' || key === 'server' || CONNECTION_FIELDS.has(key)) return;
-      const had = out[key];
-      if (had === undefined) out[key] = value;
-      else if (key === 'set-cookie') out[key] = Array.isArray(had) ? [...had, value] : [String(had), value];
-      else out[key] = `${String(had)}, ${value}`;
-    });
-    // mod_http2 sends Date and Server after the response's own fields.
-    out['date'] = date;
-    out['server'] = server;
-    this.bytesOut += status.toString().length;
+    this.respond(responseFields(status, fields, date, server, this.refusedEarly, null), bodyless);
+  }
+  interim(status: number, fields: HeaderTable): boolean {
+    if (this.destroyed || this.stream.headersSent) return false;
+    if (status !== 101) {
+      try { this.stream.additionalHeaders(responseFields(status, fields, undefined, undefined, false, null)); } catch { /* closed */ }
+      return true;
+    }
+    const ws = this.ws;
+    // HTTP/2 has no 101: only the switch of an extended CONNECT is one, answered 200.
+    if (ws === null) return false;
+    const accept = fields.get('Sec-WebSocket-Accept');
+    const tag = `h2_c2(${process.pid}-${this.session.c1.id}-${this.stream.id ?? 0})`;
+    if (accept !== ws.accept) {
+      if (accept === undefined) this.request?.log('http2', APLOG_WARNING, `AH10462: ${tag}: websocket CONNECT, got 101 response without Sec-WebSocket-Accept header`);
+      else this.request?.log('http2', APLOG_ERR, `AH10463: ${tag}: websocket CONNECT, 101 response without 'Sec-WebSocket-Accept: ${accept}' but expected ${ws.accept}`);
+      this.refuseSwitch();
+      return false;
+    }
+    this.request?.log('http2', APLOG_TRACE1, `${tag}: websocket CONNECT, valid 101 Upgrade, converting to 200 response`);
+    this.respond(responseFields(200, fields, undefined, undefined, false, WS_DROPPED), false);
+    return !this.destroyed;
+  }
+  /** The 502 of a WebSocket CONNECT the resource did not switch; what the handler writes
+   *  after it is dropped. */
+  private refuseSwitch(): void {
+    this.ws = null;
+    this.discarding = true;
+    this.respond({ ':status': 502, 'content-length': '0' }, true);
+  }
+  private respond(out: http2.OutgoingHttpHeaders, bodyless: boolean): void {
+    this.bytesOut += String(out[':status']).length;
     try {
-      this.stream.respond(out, { endStream: bodyless });
+      // Date is in `out` when the response has one (a WebSocket switch's 200 has none).
+      this.stream.respond(out, { endStream: bodyless, sendDate: false } as http2.ServerStreamResponseOptions);
     } catch (e) {
       // A field Node's HTTP/2 refuses (a value with control characters): the stream is reset.
       this.request?.log('http2', APLOG_ERR, `AH10020: h2_stream(${this.stream.id}): invalid response headers: ${(e as Error).message}`);
       this.stream.close(0x2);
     }
+  }
+  /** The stream as the byte stream of a tunnel (mod_proxy_http's Upgrade, once a WebSocket
+   *  CONNECT was answered 200): DATA both ways until either side ends. */
+  detach(): RawStream {
+    const stream = this.stream;
+    return {
+      head: Buffer.alloc(0),
+      write: (d) => { if (stream.destroyed || stream.writableEnded) return true; this.bytesOut += d.length; return stream.write(d); },
+      end: () => { if (!stream.destroyed && !stream.writableEnded) stream.end(); },
+      destroy: () => { if (!stream.destroyed) stream.close(stream.writableEnded ? NGHTTP2_NO_ERROR : NGHTTP2_CANCEL); },
+      pause: () => { stream.pause(); },
+      resume: () => { stream.resume(); },
+      onData: (fn) => { stream.on('data', (d: Buffer) => { this.bytesIn += d.length; fn(d); }); },
+      onEnd: (fn) => { stream.once('end', fn); },
+      onClose: (fn) => { stream.once('close', fn); },
+      onDrain: (fn) => { stream.once('drain', fn); },
+      get destroyed() { return stream.destroyed || stream.closed; },
+    };
   }
   end(): void {
     if (this.destroyed) return;
@@ -266,6 +351,18 @@ function streamBody(st: H2Stream, r: Request, length: number): RequestBody {
   };
 }
 
+/** A request body of unknown length that ends at once. */
+function emptyBody(): RequestBody {
+  let done = false;
+  return {
+    length: -1, chunked: true,
+    get done() { return done; },
+    next(): Promise<Buffer | null> { done = true; return Promise.resolve(null); },
+    read(): Promise<Buffer> { done = true; return Promise.resolve(Buffer.alloc(0)); },
+    discard(): Promise<number> { done = true; return Promise.resolve(OK); },
+  };
+}
+
 /** The fields of a stream's request as the session received them (pseudo-headers apart). */
 export interface StreamHead {
   readonly method: string;
@@ -318,7 +415,15 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
   const target = newRequestTarget();
   const strict = coreServer(s).strictProtocol !== false;
   let st0 = OK;
-  if (h.method === 'CONNECT') {
+  // H2WebSockets (RFC 8441, h2_ws_rewrite_request): an extended CONNECT for a WebSocket with
+  // :scheme and :path is served as the HTTP/1.1 handshake, a GET with Upgrade: websocket and
+  // a key of the server's, so that mod_proxy_http (ws:// or upgrade=websocket) tunnels it.
+  const ws = h.method === 'CONNECT' && h.protocol === 'websocket' && session.webSockets
+    && h.scheme !== undefined && h.path !== '' ? wsKey() : null;
+  if (ws !== null) {
+    st.ws = { accept: ws.accept };
+    st0 = parseRequestLine(r, `GET ${h.path} HTTP/2.0`, strict, coreServer(s), target);
+  } else if (h.method === 'CONNECT') {
     // Not a request mod_http2 serves without H2ProxyRequests and a proxy: 405 as httpd.
     r.theRequest = `CONNECT ${h.authority ?? ''} HTTP/2.0`;
     r.method = 'CONNECT';
@@ -352,14 +457,22 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
     }
   }
   if (h.authority !== undefined && !r.headersIn.has('host')) r.headersIn.set('Host', h.authority);
+  if (ws !== null) {
+    r.headersIn.set('Upgrade', 'websocket');
+    r.headersIn.add('Connection', 'Upgrade');
+    r.headersIn.set('Sec-WebSocket-Key', ws.key);
+  }
   st.bytesIn = r.theRequest.length + 2 + headerBytes + 2;
   r.headerOnly = r.method === 'HEAD';
   // The body: its declared length, or as chunked (mod_http2 marks a request without
   // Content-Length whose HEADERS did not end the stream as having a body of unknown length).
-  if (!h.ended) {
+  if (!h.ended && ws === null) {
     const cl = r.headersIn.get('content-length');
     let length = -1;
-    if (cl !== undefined) {
+    // A body of unknown length is announced to the HTTP/1.1 processing as chunked
+    // (h2_create_request_rec), which mod_proxy_http and CGI see.
+    if (cl === undefined) r.headersIn.merge('Transfer-Encoding', 'chunked');
+    else {
       length = parseStrictLength(cl);
       if (length < 0) {
         r.log('core', APLOG_DEBUG, `AH10242: client sent invalid Content-Length (${cl}): ${r.uri}`);
@@ -367,6 +480,11 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
       }
     }
     r.body = streamBody(st, r, length);
+  } else if (ws !== null) {
+    // The handshake's body is empty (mod_http2 ends the request there; the stream's DATA is
+    // the tunnel's) and of unknown length: mod_proxy_http sends Content-Length: 0.
+    r.headersIn.merge('Transfer-Encoding', 'chunked');
+    r.body = emptyBody();
   }
   const expect = r.headersIn.get('expect');
   if (st0 === OK && expect !== undefined && expect !== '') {
