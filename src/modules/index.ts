@@ -51,6 +51,7 @@ import accessCompat from './aaa/mod_access_compat.js';
 import allowmethods from './aaa/mod_allowmethods.js';
 import authBasic from './aaa/mod_auth_basic.js';
 import authDigest from './aaa/mod_auth_digest.js';
+import authForm from './aaa/mod_auth_form.js';
 import reqtimeout from './filters/mod_reqtimeout.js';
 import filter from './filters/mod_filter.js';
 import deflate from './filters/mod_deflate.js';
@@ -125,6 +126,7 @@ const ALL: AnyModuleHandle[] = [
   h(allowmethods),
   h(authBasic),
   h(authDigest),
+  h(authForm),
   h(session),
   h(sessionCookie),
   h(socacheShmcb),

@@ -87,6 +87,12 @@ export function standardAllow(r: Request): string {
   return trace ? 'GET,POST,OPTIONS,HEAD,TRACE' : 'GET,POST,OPTIONS,HEAD';
 }
 
+/** httpd's make_allow for a handler that declared no method (r->allowed empty): the Allow
+ *  list of its 405 holds TRACE alone (nothing with TraceEnable off). */
+export function noMethodsAllow(r: Request): string {
+  return coreServer(r.server).traceEnable === 'off' ? '' : 'TRACE';
+}
+
 /** httpd's default_handler: discards the request body, then serves the mapped file for
  *  GET, HEAD and POST; OPTIONS gets the Allow list, unknown methods 501, others 405. */
 export function defaultHandler(r: Request): number | Promise<number> {
