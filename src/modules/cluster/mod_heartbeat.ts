@@ -9,6 +9,7 @@ import { CmdParms, GLOBAL_ONLY } from '../../server/config/cmd.js';
 import type { ConfigContext } from '../../server/config/context.js';
 import { defineModule, directive, MODULE_API_VERSION, RSRC_CONF } from '../../server/module.js';
 import { APLOG_WARNING, levelFor } from '../../server/log/levels.js';
+import { errnoOf } from '../../server/log/error-log.js';
 import { WATCHDOG_SINGLETON } from '../../server/watchdog.js';
 import { scoreboard, attachScoreboardFromEnv, attachInProcess, detachScoreboard } from '../../mpm/scoreboard.js';
 import { parseHbAddress, type HbAddress } from './heartbeat-address.js';
@@ -43,9 +44,7 @@ export function capacity(): { ready: number; busy: number } {
 function warn(ctx: ConfigContext, message: string, e: unknown): void {
   const s = ctx.mainServer;
   if (APLOG_WARNING > levelFor(s.logLevel, 'heartbeat')) return;
-  const err = e as NodeJS.ErrnoException;
-  const errno = err.errno !== undefined ? { code: Math.abs(err.errno), text: err.message.replace(/^\w+ \w+ /, '') } : undefined;
-  s.errorLog.write({ module: 'heartbeat', level: APLOG_WARNING, message, errno });
+  s.errorLog.write({ module: 'heartbeat', level: APLOG_WARNING, message, errno: errnoOf(e) });
 }
 
 /** hb_monitor: one datagram; a socket made and closed per beat, as httpd's. */

@@ -16,6 +16,7 @@ import { DECLINED, defineModule, directive, HOOK_FIRST, MODULE_API_VERSION, OK, 
 import type { Request } from '../../server/request/request.js';
 import type { ServerRec } from '../../server/server-rec.js';
 import { globals } from '../../server/core/globals.js';
+import { errnoOf } from '../../server/log/error-log.js';
 import { coreServer } from '../../server/core/config.js';
 import { APLOG_CRIT, APLOG_DEBUG, APLOG_EMERG, APLOG_ERR, APLOG_WARNING, levelFor } from '../../server/log/levels.js';
 import { EOS, FLUSH, dataBucket } from '../../server/filters.js';
@@ -89,9 +90,7 @@ interface Monitor {
 
 function log(s: ServerRec, level: number, message: string, e?: unknown): void {
   if (level > levelFor(s.logLevel, 'heartmonitor')) return;
-  const err = e as NodeJS.ErrnoException | undefined;
-  const errno = err?.errno !== undefined ? { code: Math.abs(err.errno), text: (err.code === 'EINVAL' ? 'Invalid argument' : err.message) } : undefined;
-  s.errorLog.write({ module: 'heartmonitor', level, message, errno });
+  s.errorLog.write({ module: 'heartmonitor', level, message, errno: e === undefined ? undefined : errnoOf(e) });
 }
 
 /** hm_slotmem_update_stat: the server's slot updated, or a slot grabbed for it. */
