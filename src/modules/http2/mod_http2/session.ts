@@ -96,6 +96,7 @@ export class H2Session implements StreamSession {
   readonly scheme: string;
   readonly maxMem: number;
   readonly webSockets: boolean;
+  readonly candidates: readonly ServerRec[];
   private readonly session: http2.ServerHttp2Session | null = null;
   /** Paths pushed on this connection (H2PushDiarySize: the oldest forgotten first). */
   private readonly diary = new Set<string>();
@@ -114,6 +115,7 @@ export class H2Session implements StreamSession {
     this.scheme = tls !== null ? 'https' : 'http';
     this.maxMem = settings.maxMem;
     this.webSockets = settings.webSockets;
+    this.candidates = rt.vhosts.candidates(c1.localIp, c1.localPort);
     const h2s = serverFor(settings);
     let created: http2.ServerHttp2Session | null = null;
     const onSession = (s: http2.ServerHttp2Session): void => { created = s; };

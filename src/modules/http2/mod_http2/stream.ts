@@ -35,6 +35,8 @@ export interface StreamSession {
   readonly c1: ConnRec;
   /** The server the session was opened for (chosen by SNI or address). */
   readonly server: ServerRec;
+  /** The name-based candidates of the session's address (looked up once per session). */
+  readonly candidates: readonly ServerRec[];
   /** "https" over TLS, "http" otherwise. */
   readonly scheme: string;
   /** H2StreamMaxMemSize: output a stream holds before the handler waits. */
@@ -438,14 +440,14 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
   let headerBytes = 0;
   // LimitRequestFields and LimitRequestFieldSize apply to the stream's fields (mod_http2
   // answers 431 Request Header Fields Too Large).
-  const tag = `h2_stream(${process.pid}-${session.c1.id}-${st.stream.id ?? 0},IDLE)`;
+  const tag = (): string => `h2_stream(${process.pid}-${session.c1.id}-${st.stream.id ?? 0},IDLE)`;
   if (st0 === OK && s.limitRequestFields > 0 && h.fields.length > s.limitRequestFields) {
-    r.log('http2', APLOG_INFO, `AH10181: ${tag}: Number of request headers exceeds LimitRequestFields(${s.limitRequestFields})`);
+    r.log('http2', APLOG_INFO, `AH10181: ${tag()}: Number of request headers exceeds LimitRequestFields(${s.limitRequestFields})`);
     st0 = 431;
   }
   for (const [name, value] of h.fields) {
     if (st0 === OK && name.length + value.length + 2 > s.limitRequestFieldSize) {
-      r.log('http2', APLOG_INFO, `AH10180: ${tag}: Request header exceeds LimitRequestFieldSize(${s.limitRequestFieldSize}): ${name}`);
+      r.log('http2', APLOG_INFO, `AH10180: ${tag()}: Request header exceeds LimitRequestFieldSize(${s.limitRequestFieldSize}): ${name}`);
       st0 = 431;
     }
     headerBytes += name.length + value.length + 4;
@@ -495,7 +497,7 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
     }
   }
   // Host and the virtual host (ap_check_request_header).
-  const candidates = rt.vhosts.candidates(st.localIp, st.localPort);
+  const candidates = session.candidates;
   const host = r.headersIn.get('host');
   let hostname: string | undefined;
   if (st0 === OK && host !== undefined) {
