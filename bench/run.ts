@@ -88,7 +88,7 @@ function serverLabel(name: ServerName, opts: Options): string {
 const USAGE = `usage: npm run bench -- [options]
   --servers LIST       apache,plume,plume-workers,nginx,bare
                        (default: all; nginx only if installed)
-  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k,ssi,cgi,proxy-balancer,php-fpm,
+  --scenarios LIST     1k,100k,404,auth,htaccess3,rewrite-htaccess,if-header,server-status,conn-per-request,gzip-100k,ssi,cgi,proxy-1k,proxy-balancer,php-fpm,
                        tls-1k,tls-handshake (bench/tls.ts: Apache and plume only, after the others),
                        h2-1k (bench/h2.ts: h2load, 100 streams per connection; Apache and plume only)
                        (default: all)
@@ -1486,13 +1486,14 @@ async function main(): Promise<void> {
       write(`plume server-status: ${plumeNoStatus}`);
     }
   }
-  if (opts.scenarios.includes('proxy-balancer')) await startBackends(site, opts);
-  if (opts.scenarios.includes('proxy-balancer') || (opts.scenarios.includes('php-fpm') && site.fpmPort !== null)) {
+  const proxied = opts.scenarios.includes('proxy-balancer') || opts.scenarios.includes('proxy-1k');
+  if (proxied) await startBackends(site, opts);
+  if (proxied || (opts.scenarios.includes('php-fpm') && site.fpmPort !== null)) {
     if (opts.servers.some(isPlume)) {
       plumeNoProxy = probeProxyModules(site, opts);
       if (plumeNoProxy !== null) {
-        for (const name of opts.servers.filter(isPlume)) for (const sc of ['proxy-balancer', 'php-fpm']) if (opts.scenarios.includes(sc as ScenarioName)) skipped[`${serverLabel(name, opts)} ${sc}`] = plumeNoProxy;
-        write(`plume proxy-balancer/php-fpm: ${plumeNoProxy}`);
+        for (const name of opts.servers.filter(isPlume)) for (const sc of ['proxy-1k', 'proxy-balancer', 'php-fpm']) if (opts.scenarios.includes(sc as ScenarioName)) skipped[`${serverLabel(name, opts)} ${sc}`] = plumeNoProxy;
+        write(`plume proxy-1k/proxy-balancer/php-fpm: ${plumeNoProxy}`);
       }
     }
   }
@@ -1517,7 +1518,7 @@ async function main(): Promise<void> {
   const casesOf = (name: ServerName): { sc: Scenario; conns: number }[] =>
     opts.scenarios
       .map((s) => SCENARIOS[s])
-      .filter((sc) => runsScenario(sc, name) && !(sc.name === 'server-status' && isPlume(name) && plumeNoStatus !== null) && !(sc.name === 'proxy-balancer' && isPlume(name) && plumeNoProxy !== null) && !(sc.name === 'php-fpm' && (site!.fpmPort === null || (isPlume(name) && plumeNoProxy !== null))))
+      .filter((sc) => runsScenario(sc, name) && !(sc.name === 'server-status' && isPlume(name) && plumeNoStatus !== null) && !((sc.name === 'proxy-balancer' || sc.name === 'proxy-1k') && isPlume(name) && plumeNoProxy !== null) && !(sc.name === 'php-fpm' && (site!.fpmPort === null || (isPlume(name) && plumeNoProxy !== null))))
       .flatMap((sc) => opts.connections.map((c) => ({ sc, conns: c })));
   const perCase = 3 + opts.warmupS + opts.runs * (opts.durationS + 1);
   // plume's cases wait 1 s more after the run (its RSS once idle again).

@@ -13,7 +13,7 @@ const APACHE_HTPASSWD = '/usr/bin/htpasswd';
 // ---------------------------------------------------------------- servers and scenarios
 
 export type ServerName = 'apache' | 'plume' | 'plume-workers' | 'nginx' | 'bare';
-export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'if-header' | 'server-status' | 'conn-per-request' | 'gzip-100k' | 'ssi' | 'cgi' | 'proxy-balancer' | 'php-fpm';
+export type ScenarioName = '1k' | '100k' | '404' | 'auth' | 'htaccess3' | 'rewrite-htaccess' | 'if-header' | 'server-status' | 'conn-per-request' | 'gzip-100k' | 'ssi' | 'cgi' | 'proxy-1k' | 'proxy-balancer' | 'php-fpm';
 
 export const ALL_SERVERS: readonly ServerName[] = ['apache', 'plume', 'plume-workers', 'nginx', 'bare'];
 
@@ -258,6 +258,19 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     bodyHas: { apache: [CGI_BODY], plume: [CGI_BODY], 'plume-workers': [CGI_BODY] },
     description: 'a tiny /bin/sh CGI script under ScriptAlias (mod_cgi: a process per request), keep-alive',
   },
+  'proxy-1k': {
+    name: 'proxy-1k',
+    urlPath: '/proxied/1k.html',
+    status: 200,
+    file: '1k.html',
+    contentType: 'text/html',
+    headers: {},
+    skip: ['nginx', 'bare'],
+    notEquivalent: {},
+    sameAsApache: false,
+    bodyHas: {},
+    description: 'reverse proxy (mod_proxy_http, ProxyPass) to one bare Node backend serving the 1 KB file (the same backend for every server), keep-alive',
+  },
   'proxy-balancer': {
     name: 'proxy-balancer',
     urlPath: '/balanced/1k.html',
@@ -287,7 +300,7 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
 };
 
 /** In the order of the report (not Object.keys: '404' would sort first as an integer key). */
-export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'if-header', 'server-status', 'conn-per-request', 'gzip-100k', 'ssi', 'cgi', 'proxy-balancer', 'php-fpm'];
+export const ALL_SCENARIOS: readonly ScenarioName[] = ['1k', '100k', '404', 'auth', 'htaccess3', 'rewrite-htaccess', 'if-header', 'server-status', 'conn-per-request', 'gzip-100k', 'ssi', 'cgi', 'proxy-1k', 'proxy-balancer', 'php-fpm'];
 
 /** Whether `server` takes part in `sc`. */
 export function runsScenario(sc: Scenario, server: ServerName): boolean {
@@ -361,7 +374,7 @@ export interface Site {
   htpasswd: string | null;
   /** how the password file was made, or why it could not be */
   htpasswdNote: string;
-  /** the three backends of the `proxy-balancer` scenario (bare Node servers of htdocs), once started */
+  /** the three backends of the `proxy-balancer` scenario (`proxy-1k` uses the first) (bare Node servers of htdocs), once started */
   backendPorts?: number[];
   /** the PHP-FPM pool of the `php-fpm` scenario (127.0.0.1:port), set by bench/run.ts once it
    *  runs; null: no PHP-FPM, the scenario's lines are left out of httpd.conf */
@@ -520,7 +533,7 @@ LoadModule rewrite_module ${m}/mod_rewrite.so
 LoadModule alias_module ${m}/mod_alias.so
 LoadModule cgi_module ${m}/mod_cgi.so
 LoadModule include_module ${m}/mod_include.so
-${!withProxy || site.fpmPort === null ? '# (no PHP-FPM, or a plume without mod_proxy: no proxy_fcgi_module)' : `${site.backendPorts === undefined ? `LoadModule proxy_module ${m}/mod_proxy.so\n` : ''}LoadModule proxy_fcgi_module ${m}/mod_proxy_fcgi.so`}
+${!withProxy || site.fpmPort === null ? '# (no PHP-FPM, or a plume without mod_proxy: no proxy_fcgi_module)' : `LoadModule proxy_module ${m}/mod_proxy.so\nLoadModule proxy_fcgi_module ${m}/mod_proxy_fcgi.so`}
 ${withStatus ? `LoadModule status_module ${m}/mod_status.so` : '# (no status_module: this plume has no mod_status)'}
 
 ServerName 127.0.0.1
@@ -609,8 +622,7 @@ ${withStatus ? `
 </Location>
 ` : ''}${withProxy && site.backendPorts !== undefined ? `
 # proxy-balancer: three backends behind mod_proxy_balancer (byrequests)
-LoadModule proxy_module ${m}/mod_proxy.so
-LoadModule proxy_http_module ${m}/mod_proxy_http.so
+${site.fpmPort === null ? `LoadModule proxy_module ${m}/mod_proxy.so\n` : ''}LoadModule proxy_http_module ${m}/mod_proxy_http.so
 LoadModule proxy_balancer_module ${m}/mod_proxy_balancer.so
 LoadModule slotmem_shm_module ${m}/mod_slotmem_shm.so
 LoadModule lbmethod_byrequests_module ${m}/mod_lbmethod_byrequests.so
@@ -618,6 +630,8 @@ LoadModule lbmethod_byrequests_module ${m}/mod_lbmethod_byrequests.so
 ${site.backendPorts.map((p) => `    BalancerMember http://127.0.0.1:${p}`).join('\n')}
 </Proxy>
 ProxyPass /balanced balancer://bench
+# proxy-1k: the first of those backends alone
+ProxyPass /proxied http://127.0.0.1:${site.backendPorts[0]}
 ` : ''}`;
 }
 

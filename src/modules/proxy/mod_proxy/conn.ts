@@ -104,11 +104,11 @@ export class BackendConn implements ProxyConn {
 }
 
 /** The pool of one worker in this process. */
-interface Pool { idle: BackendConn[]; inUse: number }
+interface Pool { idle: BackendConn[]; inUse: number; peak: number }
 const pools = new WeakMap<ProxyWorker, Pool>();
 function poolOf(w: ProxyWorker): Pool {
   let p = pools.get(w);
-  if (p === undefined) { p = { idle: [], inUse: 0 }; pools.set(w, p); }
+  if (p === undefined) { p = { idle: [], inUse: 0, peak: 0 }; pools.set(w, p); }
   return p;
 }
 
@@ -145,6 +145,7 @@ export function acquire(proxyFunction: string, w: ProxyWorker, s: ServerRec, log
     c.destroy();
   }
   p.inUse++;
+  if (p.inUse > p.peak) p.peak = p.inUse;
   w.s.busy++;
   return new BackendConn(w);
 }
@@ -160,7 +161,11 @@ export function release(c: BackendConn): void {
     return;
   }
   c.idleSince = Date.now();
-  const max = w.params.smax ?? w.params.hmax ?? 25;
+  // DIFFERENCE: httpd's default pool size is ThreadsPerChild, the most connections one process
+  // can use at once (a thread holds one); a plume process serves all its client connections,
+  // so without smax=/max= it keeps as many idle connections as it had in use at once (at least
+  // 25) instead of closing and reopening them under load (docs/differences.md).
+  const max = w.params.smax ?? w.params.hmax ?? Math.max(25, p.peak);
   if (p.idle.length >= Math.max(max, 1)) { c.destroy(); return; }
   const sock = c.socket!;
   sock.setTimeout(0);
