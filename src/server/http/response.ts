@@ -18,7 +18,7 @@ import { strip304Headers, stripHeaderOnlyResponse } from './conditional.js';
 import { byterangeFilter, needsByterange } from './byterange.js';
 import { setKeepalive, isLengthUnknown, dropsConnection } from './keepalive.js';
 import type { HeaderTable } from '../request/headers.js';
-import type { FramedWire } from './wire.js';
+import type { FramedWire, Wire } from './wire.js';
 import type { MaybePromise } from '../module.js';
 
 export function escapeHtml(s: string): string {
@@ -66,6 +66,8 @@ const httpHeaderFilter: FilterSpec<HeaderState> = {
         if (!(r.headerOnly && len === 0 && r.headersOut.has('Content-Length'))) r.headersOut.set('Content-Length', String(len));
       }
       if (!r.assbackwards && !headersValid(r)) return badHeaders(f.r, f.state, bb);
+      // The head waits with the body's first pieces (see the core output filter).
+      if (!complete && (bb.length === 0 || bb[bb.length - 1]!.kind !== 'flush')) holdUntilTurnEnd(r.connection.wire);
       writeHead(r);
     } else if (f.state.aborted) {
       // A bad header ended this response; nothing more of it goes out.
@@ -322,6 +324,12 @@ const coreOutputFilter: FilterSpec<null> = {
     const ch = chunked(r);
     const body = !r.headerOnly && r.status !== 304 && r.status !== 204;
     if (tap) tap.writeBrigade(bb, body);
+    // Pieces of a response passed in several brigades (mod_include between its subrequests, a
+    // subrequest's own output) are held and leave together, as httpd's core output filter sets
+    // small writes aside until a FLUSH, the end of the request or THRESHOLD_MIN_WRITE: at EOS,
+    // at a FLUSH bucket, past HOLD_MAX bytes, or at the end of this event-loop turn at the latest.
+    const last = bb.length > 0 ? bb[bb.length - 1]! : null;
+    if (last !== null && last.kind !== 'eos' && last.kind !== 'flush') holdUntilTurnEnd(w);
     let pending: Promise<void> | null = null;
     const run = async (from: number): Promise<void> => {
       for (let i = from; i < bb.length; i++) await writeBucket(bb[i]!);
@@ -330,10 +338,12 @@ const coreOutputFilter: FilterSpec<null> = {
       if (b.kind === 'eos') {
         r.eosSent = true;
         if (ch && body) { w.write('0\r\n\r\n'); r.connection.bytesOut += 5; }
+        releaseHeld(w);
         w.framed?.end();
         return;
       }
-      if (b.kind === 'flush' || !body) return;
+      if (b.kind === 'flush') { releaseHeld(w); return; }
+      if (!body) return;
       if (b.kind === 'data') {
         if (b.data.length === 0) return;
         r.bytesSent += b.data.length;
@@ -369,6 +379,24 @@ const coreOutputFilter: FilterSpec<null> = {
     return undefined;
   },
 };
+
+/** Wires corked by holdUntilTurnEnd, uncorked at the latest when the turn ends. */
+const heldWires = new Set<Wire>();
+let heldTimer = false;
+function releaseAllHeld(): void {
+  heldTimer = false;
+  for (const w of heldWires) w.uncork();
+  heldWires.clear();
+}
+function holdUntilTurnEnd(w: Wire): void {
+  if (w.framed !== undefined || heldWires.has(w)) return;
+  heldWires.add(w);
+  w.cork();
+  if (!heldTimer) { heldTimer = true; setImmediate(releaseAllHeld); }
+}
+function releaseHeld(w: Wire): void {
+  if (heldWires.delete(w)) w.uncork();
+}
 
 /** SUBREQ_CORE (httpd's ap_sub_req_output_filter): a subrequest's output goes on into the
  *  parent's chain below the filter that ran it; its EOS stays behind. */
