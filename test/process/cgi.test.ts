@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as http from 'node:http';
+import { execFileSync } from 'node:child_process';
 import { makeSite, startPlume, waitFor, alive } from './process-lib.js';
 
 function request(port: number, p: string, body?: string): Promise<{ status: number; body: string }> {
@@ -75,10 +76,12 @@ test('ScriptLog records failed scripts up to ScriptLogLength, with ScriptLogBuff
   }
 });
 
-test('mod_cgid: its own log identity; a hung script gets 504 and is stopped afterwards', async () => {
+test('mod_cgid: the daemon on ScriptSock runs the scripts; its own log identity; a hung script gets 504 and is stopped afterwards', async () => {
   const site = await makeSite('cgid');
   const pidFile = path.join(scratch(site.dir), 'hang.pid');
   script(site.dir, 'hang.cgi', `#!/bin/sh\necho $$ > ${pidFile}\necho "still working" >&2\nexec sleep 60\n`);
+  // The script reports its parent: the daemon, not a serving process.
+  script(site.dir, 'who.cgi', '#!/bin/sh\nread body\nprintf "Content-Type: text/plain\\n\\nppid=%s uid=%s body=%s\\n" "$PPID" "$(id -u)" "$body"\n');
   site.write([
     'LoadModule alias_module /usr/lib/apache2/modules/mod_alias.so',
     'LoadModule cgid_module /usr/lib/apache2/modules/mod_cgid.so',
@@ -87,7 +90,22 @@ test('mod_cgid: its own log identity; a hung script gets 504 and is stopped afte
     'CGIDScriptTimeout 1',
   ]);
   const srv = await startPlume(site);
+  const sock = path.join(site.dir, 'logs', `cgisock.${srv.pid}`);
   try {
+    // The socket, as httpd makes it: the parent's pid in its name, mode 0700, owned by User.
+    const st = fs.statSync(sock);
+    assert.ok(st.isSocket());
+    assert.equal(st.mode & 0o777, 0o700);
+    if (process.getuid?.() === 0) assert.equal(st.uid, Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' })));
+    const who = await request(site.port, '/cgi-bin/who.cgi', 'posted\n');
+    assert.equal(who.status, 200);
+    const m = /^ppid=(\d+) uid=(\d+) body=posted$/m.exec(who.body);
+    assert.ok(m, who.body);
+    const daemonPid = Number(m[1]);
+    assert.notEqual(daemonPid, srv.pid);
+    assert.ok(!srv.workers().filter((w) => w !== daemonPid).includes(daemonPid));
+    assert.match(fs.readFileSync(`/proc/${daemonPid}/cmdline`, 'latin1'), /cgid-daemon\.js/);
+    assert.equal(Number(fs.readFileSync(`/proc/${daemonPid}/status`, 'latin1').match(/^PPid:\s+(\d+)/m)![1]), srv.pid);
     const res = await request(site.port, '/cgi-bin/hang.cgi');
     assert.equal(res.status, 504);
     assert.match(res.body, /Gateway Timeout/);
@@ -98,6 +116,8 @@ test('mod_cgid: its own log identity; a hung script gets 504 and is stopped afte
     assert.match(errors, /\[cgid:error\] .*AH01215: stderr from .*hang\.cgi: still working/);
     assert.match(errors, /\[cgid:warn\] .*AH01220: Timeout waiting for output from CGI script .*hang\.cgi/);
     assert.match(errors, /\[cgid:error\] .*Script timed out before returning headers: hang\.cgi/);
+    await srv.stop();
+    assert.equal(fs.existsSync(sock), false, 'the socket is removed when the server stops');
   } finally {
     await srv.stop();
     site.remove();

@@ -62,6 +62,20 @@ export interface CgiFlavour {
   readonly timeoutWarning: boolean;
   server(r: Request): CgiServerConfig;
   dir(r: Request): CgiDirConfig;
+  /** Runs the script somewhere else than in this process (mod_cgid's daemon); a returned
+   *  number is the handler's status (the daemon cannot be reached). Absent: spawned here. */
+  start?(r: Request, argv: string[], env: Record<string, string>, cwd: string): Promise<ScriptProcess | number>;
+}
+
+/** A running script's pipes, wherever it runs. */
+export interface ScriptProcess {
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** Called with the error when the script could not be executed. */
+  onExecError(fn: (e: NodeJS.ErrnoException) => void): void;
+  /** The request is over: a script still running is stopped. */
+  reap(): void;
 }
 
 // ---- ScriptLog ---------------------------------------------------------------------------------
@@ -242,17 +256,27 @@ export function escapeShellCmd(s: string): string {
 
 /** Runs the script: the spawn's own failure (a script that cannot be executed) becomes the
  *  line httpd's child writes to its stderr before it exits. */
-function runChild(fl: CgiFlavour, r: Request, argv: string[], env: Record<string, string>): { child: ChildProcess; out: ScriptOutput; err: ScriptErrors } {
+async function runChild(fl: CgiFlavour, r: Request, argv: string[], env: Record<string, string>): Promise<{ child: ScriptProcess; out: ScriptOutput; err: ScriptErrors } | number> {
   const dir = r.filename.slice(0, r.filename.lastIndexOf('/') + 1) || '/';
-  const child = spawn(r.filename, argv.slice(1), {
-    argv0: argv[0], cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true,
-  });
+  let child: ScriptProcess;
+  if (fl.start !== undefined) {
+    const started = await fl.start(r, argv, env, dir);
+    if (typeof started === 'number') return started;
+    child = started;
+  } else {
+    const proc = spawn(r.filename, argv.slice(1), {
+      argv0: argv[0], cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true,
+    });
+    child = {
+      stdin: proc.stdin!, stdout: proc.stdout!, stderr: proc.stderr!,
+      onExecError: (fn) => { proc.on('error', fn); },
+      reap: () => { reap(proc); },
+    };
+  }
   const err = new ScriptErrors(child.stderr, (line) => { logScriptError(fl, r, r.status, 'AH01215: ', line); });
-  const out = new ScriptOutput(child.stdout!);
-  child.on('error', (e: NodeJS.ErrnoException) => {
-    err.inject(fl.execFailure(r.filename, e));
-  });
-  child.stdin!.on('error', () => { /* the script stopped reading: reported on write */ });
+  const out = new ScriptOutput(child.stdout);
+  child.onExecError((e) => { err.inject(fl.execFailure(r.filename, e)); });
+  child.stdin.on('error', () => { /* the script stopped reading: reported on write */ });
   return { child, out, err };
 }
 
@@ -291,13 +315,15 @@ export async function cgiHandler(fl: CgiFlavour, r: Request): Promise<HookResult
   const env = createEnvironment(r.subprocessEnv);
   const timeout = scriptTimeout(fl, r);
 
-  const { child, out, err } = runChild(fl, r, buildArgv(r), env);
+  const started = await runChild(fl, r, buildArgv(r), env);
+  if (typeof started === 'number') return started;
+  const { child, out, err } = started;
   try {
     // The request body goes to the script before its output is read (cgi_handle_request),
     // piece by piece as it arrives; the first ScriptLogBuffer bytes are kept for the ScriptLog.
     let dbuf = '';
     const keep = conf.logname !== undefined ? conf.bufbytes : 0;
-    const stdin = child.stdin!;
+    const stdin = child.stdin;
     let broken = false;
     try {
       for (let b = await r.read(); b !== null; b = await r.read()) {
@@ -316,7 +342,7 @@ export async function cgiHandler(fl: CgiFlavour, r: Request): Promise<HookResult
     stdin.end();
     return await handleResponse(fl, r, nph, out, err, timeout, dbuf);
   } finally {
-    reap(child);
+    child.reap();
   }
 }
 

@@ -1,11 +1,10 @@
 // mod_cgid (modules/generators/mod_cgid.c): the CGI handler for threaded MPMs, with its own
 // module identity (log lines say "cgid", its own AH numbers) and directives: the ScriptLog
-// set, CGIDScriptTimeout and ScriptSock. The script runs as in mod_cgi (cgi-common.ts).
-// DIFFERENCE: httpd forks scripts from a separate daemon reached over the ScriptSock socket
-// (so a big threaded child need not fork); a plume worker is a small process and spawns its
-// scripts itself, so ScriptSock is checked and recorded (where the daemon's socket would be)
-// but no socket is created (docs/differences.md).
-
+// set, CGIDScriptTimeout and ScriptSock. The server's first process starts the CGI daemon
+// (cgid-daemon.ts) before it serves: it listens on the ScriptSock Unix socket (its name ends
+// with the parent's pid; mode 0700, owned by User), runs as User/Group and runs the scripts the
+// handlers describe to it, so serving processes do not fork. The socket is removed when the
+// server stops. The handler's work (environment, headers, body, ScriptLog) is cgi-common.ts's.
 import {
   defineModule, directive, DECLINED, MODULE_API_VERSION, RSRC_CONF,
 } from '../../server/module.js';
@@ -17,26 +16,114 @@ import {
 } from './cgi-common.js';
 import { errnoText, scriptLogDirectives, scriptTimeoutDirective } from './mod_cgi.js';
 import { execElement } from './cgi-ssi-exec.js';
+import { fork, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { ConfigContext } from '../../server/config/context.js';
+import { APLOG_CRIT, APLOG_ERR } from '../../server/log/levels.js';
+import { errnoOf } from '../../server/log/error-log.js';
+import { unixdConfig, lookupName, idFromNumber } from '../arch/unix/mod_unixd.js';
+import { DAEMON_ENV, runThroughDaemon, type CgidDaemonOptions } from './cgid-daemon.js';
 
 /** httpd's DEFAULT_SCRIPTSOCK, under DefaultRuntimeDir. */
 const DEFAULT_SCRIPTSOCK = 'cgisock';
 
-/** Where the daemon's socket would be: ScriptSock (or cgisock) with the parent's pid appended,
- *  relative to DefaultRuntimeDir (ap_runtime_dir_relative). */
+/** ScriptSock as configured (with the parent's pid appended), or undefined for the default. */
 let scriptSock: string | undefined;
 
-export function scriptSockPath(): string {
-  return scriptSock ?? `${DEFAULT_SCRIPTSOCK}.${process.pid}`;
+/** The parent's pid: the name of the socket is the same in every process of the server. */
+function parentPid(ctx: ConfigContext): number {
+  return ctx.child ? process.ppid : process.pid;
+}
+
+/** The daemon's socket: ScriptSock, or cgisock, with the parent's pid appended, relative to
+ *  DefaultRuntimeDir (ap_runtime_dir_relative). */
+export function scriptSockPath(ctx: ConfigContext): string {
+  if (scriptSock !== undefined) return scriptSock;
+  return path.join(globals(ctx).runtimeDir ?? ctx.serverRootRelative('logs'), `${DEFAULT_SCRIPTSOCK}.${parentPid(ctx)}`);
 }
 
 function setScriptSock(cmd: CmdParms<CgiServerConfig, CgiDirConfig>, arg: string): string | undefined {
   const err = cmd.checkContext(GLOBAL_ONLY);
   if (err) return err;
-  const name = `${arg}.${process.pid}`;
+  const name = `${arg}.${parentPid(cmd.ctx)}`;
   if (name.startsWith('/')) { scriptSock = name; return undefined; }
   const rt = globals(cmd.ctx).runtimeDir;
   scriptSock = rt !== undefined ? `${rt.replace(/\/$/, '')}/${name}` : cmd.serverRootRelative(name);
   return undefined;
+}
+
+// ---- the daemon, seen from the parent ------------------------------------------------------------
+
+/** The running daemon, its socket and the configuration generation that started it. */
+let daemon: { child: ChildProcess; sock: string; ctx: ConfigContext } | null = null;
+
+const DAEMON_JS = new URL('./cgid-daemon.js', import.meta.url);
+
+/** cgid_init / cgid_start: forks the daemon and waits until it listens. A daemon that cannot
+ *  bind is logged (AH01243, then AH01238 at crit) and the server goes on without it, as httpd's. */
+async function startDaemon(ctx: ConfigContext): Promise<void> {
+  const sock = scriptSockPath(ctx);
+  const u = unixdConfig(ctx);
+  const uid = u.userName.startsWith('#') ? idFromNumber(u.userName.slice(1)) : lookupName('passwd', u.userName) ?? u.userId;
+  const opts: CgidDaemonOptions = {
+    sock,
+    user: u.userName.startsWith('#') ? null : u.userName,
+    uid: uid === 0xffffffff ? null : uid,
+    gid: u.groupId === 0xffffffff ? null : u.groupId,
+  };
+  const child = fork(DAEMON_JS, [], {
+    env: { ...process.env, [DAEMON_ENV]: JSON.stringify(opts) },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    execArgv: [],
+  });
+  const result = await new Promise<{ error: string; errno: number } | null>((resolve) => {
+    child.once('message', (m: unknown) => resolve(m === 'ready' ? null : (m as { error: string; errno: number })));
+    child.once('exit', () => resolve({ error: 'EIO', errno: -5 }));
+  });
+  const log = ctx.mainServer.errorLog;
+  if (result !== null) {
+    const e = errnoOf(Object.assign(new Error(result.error), { code: result.error, errno: result.errno }));
+    log.write({ module: 'cgid', level: APLOG_ERR, message: `AH01243: Couldn't bind unix domain socket ${sock}`, errno: e });
+    log.write({ module: 'cgid', level: APLOG_CRIT, message: 'AH01238: cgid daemon failed to initialize' });
+    return;
+  }
+  child.unref();
+  child.channel?.unref();
+  daemon = { child, sock, ctx };
+}
+
+/** Stops the daemon and waits for it; its socket is removed (by the daemon, or here when the
+ *  daemon, running as User, may not). */
+async function stopDaemon(): Promise<void> {
+  const d = daemon;
+  daemon = null;
+  if (d === null) return;
+  const c = d.child;
+  if (c.exitCode === null && c.signalCode === null) {
+    // Referenced again, so that the process waits for it.
+    c.ref();
+    c.channel?.ref();
+    await new Promise<void>((resolve) => {
+      c.once('exit', () => resolve());
+      c.kill('SIGTERM');
+    });
+  }
+  try { fs.unlinkSync(d.sock); } catch { /* removed by the daemon */ }
+}
+
+/** httpd's connect_to_daemon tries DEFAULT_CONNECT_ATTEMPTS times, waiting longer each time.
+ *  DIFFERENCE: five attempts over about 1.5 s rather than fifteen over half a minute. */
+const CONNECT_ATTEMPTS = 5;
+
+async function startScript(r: Request, argv: string[], env: Record<string, string>, cwd: string) {
+  try {
+    const s = await runThroughDaemon(scriptSockPath(r.rt.ctx), { file: r.filename, argv, cwd, env }, CONNECT_ATTEMPTS);
+    return { stdin: s.stdin, stdout: s.stdout, stderr: s.stderr, onExecError: s.onExecError, reap: () => { s.close(); } };
+  } catch (e) {
+    r.log('cgid', APLOG_ERR, `AH01257: stderr from ${r.filename}: unable to connect to cgi daemon after multiple tries`, r.rt.errno(e));
+    return 503;
+  }
 }
 
 const flavour: CgiFlavour = {
@@ -47,6 +134,7 @@ const flavour: CgiFlavour = {
   timeoutWarning: true,
   server: (r) => self.server(r.server),
   dir: (r) => self.dir(r),
+  start: startScript,
 };
 
 const self = defineModule<CgiServerConfig, CgiDirConfig>({
@@ -71,6 +159,17 @@ const self = defineModule<CgiServerConfig, CgiDirConfig>({
   providers: [{ group: 'ssi_element', name: 'exec', version: '0', provider: execElement('cgid') }],
   configHooks: {
     preConfig: () => { scriptSock = undefined; },
+    // The daemon belongs to the server's first process (the parent, or the -X process).
+    postConfig: async (ctx) => {
+      // Not in the first read at startup (httpd's cgid_init waits for the second pass).
+      if (ctx.child || ctx.preflight) return;
+      await stopDaemon();
+      await startDaemon(ctx);
+    },
+    // A restart's new generation has started its own daemon already (post_config runs first).
+    cleanup: async (ctx) => {
+      if (daemon !== null && daemon.ctx === ctx) await stopDaemon();
+    },
   },
 });
 
