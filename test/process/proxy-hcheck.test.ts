@@ -101,7 +101,7 @@ test('health checks: a member failing its health URI is marked HcFl by one check
   await waitFor('health checks of every member', () => backends.every((b) => log().includes(`AH03256: Threaded Health checking http://127.0.0.1:${b.port}`)), 15000);
   const pids = new Set([...log().matchAll(/\[pid (\d+):tid \d+\] AH03256: /g)].map((m) => m[1]));
   assert.equal(pids.size, 1, `one checker for all worker processes: ${[...pids].join(', ')}`);
-  assert.ok(!/AH03303/.test(log()), 'nobody disabled while all are healthy');
+  assert.ok(!/AH03303/.test(log()), `nobody disabled while all are healthy:\n${log()}`);
   // httpd's columns.
   assert.match(await page(), memberRow(alpha.port, 'Init Ok ', '<td>GET</td><td>200ms</td><td>2 \\(0\\)</td><td>1 \\(0\\)</td><td>/health</td><td></td></tr>'));
   assert.match(await page(), memberRow(gamma.port, 'Init Ok ', '<td>/health</td><td>goodbody</td></tr>'));

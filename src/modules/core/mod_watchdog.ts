@@ -210,6 +210,11 @@ const provider: WatchdogProvider = {
     if (w === undefined) {
       w = new Instance(name, singleton, ctx);
       g.instances.set(name, w);
+      // The parent's lines of httpd's wd_post_config_hook (the workers' come from child_init).
+      if (!ctx.child) {
+        debug(ctx, `AH02978: Watchdog: Looking for child (${name}).`);
+        if (singleton) debug(ctx, `AH02979: Watchdog: Created singleton mutex (${name}).`);
+      }
     }
     return w;
   },
@@ -261,6 +266,7 @@ function postConfig(ctx: ConfigContext): void {
 
 function childInit(ctx: ConfigContext): void {
   const g = state(ctx);
+  for (const w of g.instances.values()) debug(ctx, `AH02981: Watchdog: Created child worker thread (${w.name}).`);
   for (const w of g.instances.values()) if (!w.singleton) startInstance(w);
   const singletons = [...g.instances.values()].some((w) => w.singleton);
   if (!singletons) return;

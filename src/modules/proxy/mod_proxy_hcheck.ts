@@ -384,7 +384,7 @@ class HcConn {
  *  ProxyTimeout, else Timeout (ap_proxy_connect_backend). */
 function timeouts(ck: Checker, s: ServerRec, w: ProxyWorker): { connect: number; io: number } {
   const api = ck.ctx.provider('proxy_api', 'mod_proxy');
-  const io = w.params.timeout ?? api?.serverConf(s).timeout ?? s.timeout;
+  const io = w.params.timeout ?? api?.serverConf(s).timeout ?? s.timeout * 1000;
   return { connect: w.params.connectionTimeout ?? io, io };
 }
 
@@ -668,28 +668,37 @@ function runChecks(ck: Checker, s: ServerRec, conf: HcServerConf): void | Promis
   if (api === undefined) return undefined;
   const pconf = api.serverConf(s);
   const sync = ck.ctx.provider('proxy_balancer', 'balancer')?.sync;
-  const inline: HcWorker[] = [];
-  for (const b of pconf.balancers) {
-    sync?.(b, ck.ctx, s);
-    const now = Date.now();
-    for (const w of b.workers) {
-      if ((w.s.status & PROXY_WORKER_STOPPED) !== 0 || w.s.method === 'NONE' || w.s.updated === 0 || !(now > w.s.updated + w.s.interval)) continue;
-      if (wants(s, APLOG_TRACE3)) {
-        log(s, APLOG_TRACE3, `Checking ${b.s.name} worker: ${w.s.name}  [${METHODS.find((m) => m.name === w.s.method)?.n ?? 0}] (${idOf(w)})`);
-      }
-      const hc = hcWorkerOf(ck, s, w);
-      w.s.updated = 0;
-      if (ck.tpsize > 0) {
-        ck.queue.push(() => hcCheck(ck, s, conf, hc, true));
-      } else {
-        inline.push(hc);
-      }
+  const threaded = ck.tpsize > 0;
+  /** One member's turn: due for a check? Then its hc worker, and the check (queued to the
+   *  pool, or run here and waited for without one). */
+  const turn = (b: (typeof pconf.balancers)[number], w: ProxyWorker, now: number): Promise<void> | undefined => {
+    if ((w.s.status & PROXY_WORKER_STOPPED) !== 0 || w.s.method === 'NONE' || w.s.updated === 0 || !(now > w.s.updated + w.s.interval)) return undefined;
+    if (wants(s, APLOG_TRACE3)) {
+      log(s, APLOG_TRACE3, `Checking ${b.s.name} worker: ${w.s.name}  [${METHODS.find((m) => m.name === w.s.method)?.n ?? 0}] (${idOf(w)})`);
     }
+    const hc = hcWorkerOf(ck, s, w);
+    w.s.updated = 0;
+    if (!threaded) return hcCheck(ck, s, conf, hc, false);
+    ck.queue.push(() => hcCheck(ck, s, conf, hc, true));
+    pump(ck);
+    return undefined;
+  };
+  if (threaded) {
+    for (const b of pconf.balancers) {
+      sync?.(b, ck.ctx, s);
+      const now = Date.now();
+      for (const w of b.workers) turn(b, w, now);
+    }
+    return undefined;
   }
-  pump(ck);
-  if (inline.length === 0) return undefined;
   // No thread pool: the checks run one after the other in the watchdog.
-  return (async () => { for (const hc of inline) await hcCheck(ck, s, conf, hc, false); })();
+  return (async () => {
+    for (const b of pconf.balancers) {
+      sync?.(b, ck.ctx, s);
+      const now = Date.now();
+      for (const w of b.workers) await turn(b, w, now);
+    }
+  })();
 }
 
 // ---- post_config: the watchdog -------------------------------------------------------------------
