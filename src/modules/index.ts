@@ -65,6 +65,7 @@ import expires from './metadata/mod_expires.js';
 import uniqueId from './metadata/mod_unique_id.js';
 import usertrack from './metadata/mod_usertrack.js';
 import speling from './mappers/mod_speling.js';
+import imagemap from './mappers/mod_imagemap.js';
 import asis from './generators/mod_asis.js';
 import buffer from './filters/mod_buffer.js';
 import data from './filters/mod_data.js';
@@ -170,6 +171,7 @@ const ALL: AnyModuleHandle[] = [
   h(dir),
   h(actions),
   h(speling),
+  h(imagemap),
   h(userdir),
   h(alias),
   h(rewrite),
