@@ -453,8 +453,8 @@ export interface ProxyApi {
    *  for retry= seconds with AH00959); 502 when TLS failed (the ssl_proxy provider's line). */
   connectBackend(proxyFunction: string, conn: ProxyConn, worker: ProxyWorker, r: Request): Promise<number>;
   /** A reader over the connection (it consumes conn.pending first; timeouts from the worker or
-   *  ProxyTimeout or Timeout, as httpd's). */
-  reader(conn: ProxyConn, r: Request): BackendReader;
+   *  ProxyTimeout or Timeout, as httpd's, or `timeoutMs` when given: ping=). */
+  reader(conn: ProxyConn, r: Request, timeoutMs?: number): BackendReader;
   /** ap_proxy_release_connection: back to the pool unless conn.close / disablereuse, or closed. */
   releaseConnection(proxyFunction: string, conn: ProxyConn, s: ServerRec): void;
   /** ap_proxy_is_socket_connected: the pooled socket still up, with no unread data. */

@@ -903,7 +903,7 @@ function normResponse(raw: RawResponse, ctx: NormContext): RecordedResponse {
       return [k, val];
     }
     if (NO_PORT_HEADERS.has(lk)) return [k, ctx.patterns === undefined ? v : ctx.patterns.reduce((acc, [re, to]) => acc.replace(re, to), v)];
-    if (lk === 'www-authenticate' || lk === 'authentication-info') return [k, normText(normDigestNonces(v), ctx, false)];
+    if (lk === 'www-authenticate' || lk === 'authentication-info' || lk === 'proxy-authenticate' || lk === 'proxy-authentication-info') return [k, normText(normDigestNonces(v), ctx, false)];
     return [k, normText(v, ctx, false)];
   });
   let bodyBuf = raw.body;

@@ -12,6 +12,7 @@
 // Base64 is decoded exactly as APR decodes it: up to the first character outside the
 // alphabet, NUL-terminated, so garbage gives an empty name rather than an error.
 
+import { PROXYREQ_PROXY } from '../../proxy/api.js';
 import { createHash } from 'node:crypto';
 import {
   DECLINED, HOOK_LAST, HOOK_MIDDLE, MODULE_API_VERSION, OK, OR_AUTHCFG,
@@ -156,12 +157,13 @@ type Credentials = { readonly user: string; readonly password: Buffer } | number
 function noteBasicAuthFailure(r: Request): void {
   // apr_pstrcat stops at a NULL realm: the header then ends after the opening quote.
   const realm = authName(r);
-  r.errHeadersOut.set('WWW-Authenticate', realm === undefined ? 'Basic realm="' : `Basic realm="${realm}"`);
+  r.errHeadersOut.set(r.proxyreq === PROXYREQ_PROXY ? 'Proxy-Authenticate' : 'WWW-Authenticate', realm === undefined ? 'Basic realm="' : `Basic realm="${realm}"`);
 }
 
 /** get_basic_auth. */
 function getBasicAuth(r: Request): Credentials {
-  const line = r.headersIn.get('Authorization');
+  // A forward proxy request carries its credentials in Proxy-Authorization.
+  const line = r.headersIn.get(r.proxyreq === PROXYREQ_PROXY ? 'Proxy-Authorization' : 'Authorization');
   if (line === undefined) {
     noteBasicAuthFailure(r);
     return 401;

@@ -16,6 +16,7 @@
 // The nonce is base64 of the request time (an 8-byte apr_time_t) followed by the hex SHA-1 of
 // the server secret, the realm, that base64 and the opaque, as httpd makes it.
 
+import { PROXYREQ_PROXY } from '../../proxy/api.js';
 import { createHash } from 'node:crypto';
 import {
   DECLINED, HOOK_MIDDLE, MODULE_API_VERSION, OK, OR_AUTHCFG, RSRC_CONF,
@@ -326,12 +327,19 @@ export function parseAuthorization(line: string | undefined, unparsedUri = '/', 
   return h;
 }
 
+/** A forward proxy request authenticates with Proxy-Authorization / Proxy-Authenticate /
+ *  Proxy-Authentication-Info (the core turns its 401 into 407); any other with the
+ *  Authorization fields. mod_proxy has marked the request by post_read_request. */
+function authorizationField(r: Request): string {
+  return r.proxyreq === PROXYREQ_PROXY ? 'Proxy-Authorization' : 'Authorization';
+}
+
 /** post_read_request: parse the header of the initial request once. */
 function parseHeader(r: Request): number {
   if (!r.isInitialReq()) return DECLINED;
   const h = newHeader(r);
   headers.set(r, h);
-  parseDigestHeader(r.headersIn.get('Authorization'), h);
+  parseDigestHeader(r.headersIn.get(authorizationField(r)), h);
   return DECLINED;
 }
 
@@ -343,7 +351,7 @@ function headerOf(r: Request): DigestHeader {
   let h = headers.get(m);
   if (h === undefined) {
     h = newHeader(m);
-    parseDigestHeader(m.headersIn.get('Authorization'), h);
+    parseDigestHeader(m.headersIn.get(authorizationField(m)), h);
     headers.set(m, h);
   }
   return h;
@@ -408,8 +416,9 @@ function noteDigestFailure(r: Request, conf: AuthDigestDirConfig, resp: DigestHe
     table?.save(resp.client);
   }
   const opaqueParam = opaque !== '' ? `, opaque="${opaque}"` : '';
-  const domain = conf.uriList ?? '';
-  r.errHeadersOut.merge('WWW-Authenticate', `Digest realm="${realm}", nonce="${nonce}", algorithm=MD5${opaqueParam}${domain}${stale ? ', stale=true' : ''}, qop="auth"`);
+  // No domain= for a proxy request.
+  const domain = r.proxyreq !== 0 ? '' : conf.uriList ?? '';
+  r.errHeadersOut.merge(r.proxyreq === PROXYREQ_PROXY ? 'Proxy-Authenticate' : 'WWW-Authenticate', `Digest realm="${realm}", nonce="${nonce}", algorithm=MD5${opaqueParam}${domain}${stale ? ', stale=true' : ''}, qop="auth"`);
 }
 
 /** ap_note_auth_failure for AuthType Digest. */
@@ -750,7 +759,7 @@ function addAuthInfo(r: Request): number {
   if (resp.cnonce !== undefined) ai += `, cnonce="${resp.cnonce.replace(/(?<!\\)"/g, '\\"')}"`;
   if (resp.nonceCount !== undefined) ai += `, nc=${resp.nonceCount}`;
   if (resp.messageQop !== undefined) ai += `, qop=${resp.messageQop}`;
-  r.headersOut.merge('Authentication-Info', ai);
+  r.headersOut.merge(r.proxyreq === PROXYREQ_PROXY ? 'Proxy-Authentication-Info' : 'Authentication-Info', ai);
   return OK;
 }
 

@@ -13,7 +13,7 @@ import {
 import type { Request } from '../../server/request/request.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_WARNING } from '../../server/log/levels.js';
 import { coreDir } from '../../server/core/config.js';
-import { dataBucket, EOS, FLUSH, FilterError } from '../../server/filters.js';
+import { dataBucket, EOS, FLUSH, FilterError, FTYPE_PROTOCOL } from '../../server/filters.js';
 import { getServerName } from '../../server/core/server-name.js';
 import { APACHE_COMPAT_VERSION } from '../../server/version.js';
 import {
@@ -93,6 +93,9 @@ interface Req {
   portStr: string | undefined;
   path: string;
   force10: boolean;
+  /** 100-continue end to end (Proxy100Continue) or as a ping of the backend (ping=): the
+   *  head goes first with "Expect: 100-Continue", the body once the backend asked for it. */
+  do100: boolean;
   upgrade: string | undefined;
   serverPortStr: string;
   proxyFunction: string;
@@ -113,7 +116,7 @@ function hasToken(v: string | undefined, tok: string): boolean {
 
 /** ap_proxy_create_hdrbrgd + the body framing of ap_proxy_http_prefetch: the head to send and
  *  how the body goes (or a status). */
-async function buildRequest(q: Req): Promise<{ head: string; body: 'none' | 'cl' | 'chunked'; prefetched: Buffer[]; ended: boolean } | number> {
+async function buildRequest(q: Req): Promise<{ head: string; body: 'none' | 'cl' | 'chunked'; prefetched: Buffer[]; ended: boolean; cl: number } | number> {
   const { r, conn, dconf, sconf } = q;
   const env = r.subprocessEnv;
   if (q.force10 || env.has('proxy-nokeepalive')) conn.close = true;
@@ -146,7 +149,10 @@ async function buildRequest(q: Req): Promise<{ head: string; body: 'none' | 'cl'
     const v = `${Math.floor(r.protoNum / 1000)}.${r.protoNum % 1000} ${sn}${q.serverPortStr}`;
     h.merge('Via', via === 'full' ? `${v} (${VIA_BANNER})` : v);
   }
-  h.unset('Expect');
+  if (q.do100) {
+    const ex = h.get('Expect');
+    if (ex === undefined || !hasToken(ex, '100-continue')) h.merge('Expect', '100-Continue');
+  } else h.unset('Expect');
   if (dconf.addForwardedHeaders !== false && r.proxyreq === PROXYREQ_REVERSE) {
     h.merge('X-Forwarded-For', r.useragentIp);
     if (savedHost !== undefined) h.merge('X-Forwarded-Host', savedHost);
@@ -175,7 +181,9 @@ async function buildRequest(q: Req): Promise<{ head: string; body: 'none' | 'cl'
     const hasBody = r.body !== null && (r.body.length > 0 || r.body.chunked);
     let bytes = 0;
     ended = !hasBody;
-    if (hasBody) {
+    // With 100-continue nothing is read before the backend asks for the body (httpd's
+    // nonblocking prefetch finds nothing there: the client waits for its 100 Continue).
+    if (hasBody && !q.do100) {
       try {
         while (bytes < MAX_MEM_SPOOL - 80) {
           const b = await r.read();
@@ -187,13 +195,23 @@ async function buildRequest(q: Req): Promise<{ head: string; body: 'none' | 'cl'
         return e instanceof FilterError ? e.status : 400;
       }
     }
+    // The body's framing, as ap_proxy_http_prefetch decides it: all of it read ahead, a
+    // length; else chunked, or spooled for a length (proxy-sendcl, force-proxy-request-1.0);
+    // a client's Content-Length is passed on as it is unless an input filter may change the
+    // body's length (then proxy-sendchunked chooses chunked over spooling).
+    const sendChunks = (env.has('proxy-sendchunks') || env.has('proxy-sendchunked')) && !env.has('proxy-sendcl');
+    let spool = false;
     if (ended) {
       if (oldCl !== undefined || oldTe !== undefined || bytes > 0) { oldCl = String(bytes); body = 'cl'; }
+    } else if (oldTe !== undefined) {
+      if (q.force10 || (env.has('proxy-sendcl') && !env.has('proxy-sendchunks') && !env.has('proxy-sendchunked'))) spool = true;
+      else body = 'chunked';
     } else if (oldCl !== undefined) {
-      body = 'cl';
-    } else if (!q.force10 && !env.has('proxy-sendcl')) {
-      body = 'chunked';
-    } else {
+      if (!r.inputFilters.some((f) => f.spec.type < FTYPE_PROTOCOL)) body = 'cl';
+      else if (!q.force10 && sendChunks) body = 'chunked';
+      else spool = true;
+    } else spool = true;
+    if (spool) {
       // RB_SPOOL_CL: the whole body first (httpd spools to a file past 16 KB).
       try {
         for (let b = await r.read(); b !== null; b = await r.read()) { prefetched.push(b); bytes += b.length; }
@@ -201,10 +219,8 @@ async function buildRequest(q: Req): Promise<{ head: string; body: 'none' | 'cl'
         return e instanceof FilterError ? e.status : 400;
       }
       ended = true;
-      oldCl = String(bytes);
-      body = 'cl';
+      if (bytes > 0 || oldTe !== undefined || oldCl !== undefined) { oldCl = String(bytes); body = 'cl'; }
     }
-    if (env.has('proxy-sendchunked') && body === 'cl' && !q.force10 && bytes > 0) body = 'chunked';
   }
   if (body === 'chunked') head += 'Transfer-Encoding: chunked\r\n';
   else if (body === 'cl' && oldCl !== undefined) head += `Content-Length: ${oldCl}\r\n`;
@@ -214,7 +230,7 @@ async function buildRequest(q: Req): Promise<{ head: string; body: 'none' | 'cl'
     else head += 'Connection: close\r\n';
   }
   head += '\r\n';
-  return { head, body, prefetched, ended };
+  return { head, body, prefetched, ended, cl: body === 'cl' && oldCl !== undefined ? Number(oldCl) : -1 };
 }
 
 function writeTo(conn: ProxyConn, data: Buffer | string): Promise<boolean> {
@@ -225,8 +241,17 @@ function writeTo(conn: ProxyConn, data: Buffer | string): Promise<boolean> {
   });
 }
 
+/** The body could not be passed to the backend (AH01084). */
+function passFailed(q: Req): number {
+  const { r, conn } = q;
+  r.log(MOD, APLOG_ERR, `AH01084: pass request body failed to ${(conn as ProxyConn & { addr?: string }).addr ?? conn.hostname + ':' + conn.port} (${conn.hostname})`);
+  conn.close = true;
+  if (r.connection.aborted) return 400;
+  return 503;
+}
+
 /** Sends the request and its body (stream_reqbody); OK or a status. */
-async function sendRequest(q: Req, built: { head: string; body: 'none' | 'cl' | 'chunked'; prefetched: Buffer[]; ended: boolean }): Promise<number> {
+async function sendRequest(q: Req, built: { head: string; body: 'none' | 'cl' | 'chunked'; prefetched: Buffer[]; ended: boolean; cl: number }): Promise<number> {
   const { r, conn } = q;
   const chunked = built.body === 'chunked';
   const frame = (b: Buffer): Buffer[] => (chunked ? [Buffer.from(b.length.toString(16) + '\r\n', 'latin1'), b, Buffer.from('\r\n')] : [b]);
@@ -234,18 +259,29 @@ async function sendRequest(q: Req, built: { head: string; body: 'none' | 'cl' | 
   let sent = 0;
   for (const b of built.prefetched) out.push(...frame(b));
   if (built.ended && chunked) out.push(Buffer.from('0\r\n\r\n'));
-  const failed = (): number => {
-    r.log(MOD, APLOG_ERR, `AH01084: pass request body failed to ${(conn as ProxyConn & { addr?: string }).addr ?? conn.hostname + ':' + conn.port} (${conn.hostname})`);
-    conn.close = true;
-    if (r.connection.aborted) return 400;
-    return 503;
-  };
+  const failed = (): number => passFailed(q);
+  if (q.do100) out = [out[0]!];
   const first = Buffer.concat(out);
   sent += first.length;
   if (!(await writeTo(conn, first))) return failed();
+  q.api.countBytes(q.worker, sent, 0);
+  if (q.do100) return OK;
+  return streamBody(q, built, failed);
+}
+
+/** The body after what was read ahead (send_continue_body when 100-continue held it back). */
+async function streamBody(q: Req, built: { body: 'none' | 'cl' | 'chunked'; ended: boolean; cl: number; prefetched: Buffer[] }, failed: () => number = () => passFailed(q)): Promise<number> {
+  const { r, conn } = q;
+  const chunked = built.body === 'chunked';
+  const frame = (b: Buffer): Buffer[] => (chunked ? [Buffer.from(b.length.toString(16) + '\r\n', 'latin1'), b, Buffer.from('\r\n')] : [b]);
+  let out: Buffer[];
+  let sent = 0;
+  let bodyBytes = 0;
+  for (const b of built.prefetched) bodyBytes += b.length;
   if (!built.ended) {
     try {
       for (let b = await r.read(); b !== null; b = await r.read()) {
+        bodyBytes += b.length;
         out = frame(b);
         const buf = out.length === 1 ? out[0]! : Buffer.concat(out);
         sent += buf.length;
@@ -257,16 +293,26 @@ async function sendRequest(q: Req, built: { head: string; body: 'none' | 'cl' | 
       return e instanceof FilterError ? e.status : 400;
     }
     if (chunked && !(await writeTo(conn, '0\r\n\r\n'))) return failed();
+    if (built.body === 'cl' && bodyBytes < built.cl) {
+      // The client's body ended short of its Content-Length (stream_reqbody).
+      conn.close = true;
+      r.log(MOD, APLOG_ERR, `AH01086: read less bytes of request body than expected (got ${bodyBytes}, expected ${built.cl})`);
+      r.log(MOD, APLOG_ERR, `AH10154: pass request body failed to ${(conn as ProxyConn & { addr?: string }).addr ?? conn.hostname + ':' + conn.port} (${conn.hostname}) from ${r.useragentIp} (${r.connection.remoteHost ?? ''}) with status 500`);
+      return 500;
+    }
   }
   q.api.countBytes(q.worker, sent, 0);
   return OK;
 }
 
 /** ap_proxy_http_process_response. */
-async function processResponse(q: Req, rd: BackendReader): Promise<number> {
+async function processResponse(q: Req, normal: BackendReader, built: { body: 'none' | 'cl' | 'chunked'; ended: boolean; cl: number; prefetched: Buffer[] }): Promise<number> {
   const { r, conn, dconf, sconf, api } = q;
   const maxLine = q.worker.params.responsefieldsize ?? 8192;
   const badopt = sconf.badopt ?? 'error';
+  // The backend's answer to a 100-continue "ping" is awaited for ping= at most.
+  const ping = q.do100 && q.worker.params.ping !== undefined ? api.reader(conn, r, q.worker.params.ping) : undefined;
+  let rd = ping ?? normal;
   for (;;) {
     let line: string | null;
     try {
@@ -275,8 +321,12 @@ async function processResponse(q: Req, rd: BackendReader): Promise<number> {
     } catch (e) {
       const timedOut = e instanceof ProxyIoError && e.kind === 'timeout';
       r.log(MOD, APLOG_ERR, `AH01102: error reading status line from remote server ${conn.hostname}:${conn.port}`, timedOut ? { code: 70007, text: 'The timeout specified has expired' } : { code: 104, text: 'Connection reset by peer' });
-      if (timedOut) { r.notes.set('proxy_timedout', '1'); r.log(MOD, APLOG_DEBUG, 'AH01103: read timeout'); }
       conn.close = true;
+      if (timedOut) {
+        r.notes.set('proxy_timedout', '1');
+        r.log(MOD, APLOG_DEBUG, 'AH01103: read timeout');
+        if (q.do100) return api.proxyError(r, 503, 'Timeout on 100-Continue');
+      }
       return api.proxyError(r, 502, 'Error reading from remote server');
     }
     if (line === null || line === '') {
@@ -355,7 +405,8 @@ async function processResponse(q: Req, rd: BackendReader): Promise<number> {
         }
         conn.close = true;
       }
-      if (clearConnection((n) => r.headersOut.get(n), (n) => r.headersOut.unset(n))) conn.close = true;
+      let toclose = false;
+      if (clearConnection((n) => r.headersOut.get(n), (n) => r.headersOut.unset(n))) { conn.close = true; toclose = true; }
       const ct = r.headersOut.get('Content-Type');
       if (ct !== undefined) r.contentType = ct;
       for (const hbh of HOP_BY_HOP) r.headersOut.unset(hbh);
@@ -366,9 +417,40 @@ async function processResponse(q: Req, rd: BackendReader): Promise<number> {
         r.headersOut.add('Via', via(sconf) === 'full' ? `${v} (${VIA_BANNER})` : v);
       }
       if (major < 1 || minor < 1) { conn.close = true; r.connection.keepAlive = false; }
-      // Interim responses.
-      if (proxyStatus >= 100 && proxyStatus < 200) {
+      const interim = proxyStatus >= 100 && proxyStatus < 200;
+      if (interim && proxyStatus !== 101) {
+        // proxy-interim-response: RFC forwards every interim response (a 100 Continue even
+        // to a client that did not ask for one), Suppress none; unset, as ap_send_interim_response.
+        const policy = r.subprocessEnv.get('proxy-interim-response');
+        const rfc = policy !== undefined && policy.toLowerCase() === 'rfc';
+        if (policy === undefined || rfc) {
+          if (rfc && proxyStatus === 100) r.expecting100 = true;
+          sendInterim(r, proxyStatus, st.statusLine);
+        } else if (policy.toLowerCase() !== 'suppress') {
+          r.log(MOD, APLOG_WARNING, 'AH01108: undefined proxy interim response policy');
+        }
+      }
+      if (q.do100 && (!interim || proxyStatus === 100)) {
+        // The backend asked for the body (100), or answered without reading it: the body
+        // goes unless that answer closes the connection (RFC 7231 5.1.1).
+        q.do100 = false;
+        rd = normal;
+        const send = proxyStatus === 100 || (!toclose && major > 0 && minor > 0);
+        r.log(MOD, APLOG_DEBUG, `AH10153: HTTP: ${proxyStatus !== 100 ? 'no ' : ''}100 continue sent by ${(conn as ProxyConn & { addr?: string }).addr ?? conn.hostname} (${conn.hostname}): ${send ? '' : 'not '}sending body (response: HTTP/${major}.${minor} ${st.statusLine})`);
+        if (send) {
+          const bs = await streamBody(q, built);
+          if (bs !== OK) return bs;
+        }
+      }
+      if (interim) {
         if (proxyStatus === 101) {
+          if (q.do100) {
+            // The body still held back by 100-continue goes before the tunnel.
+            q.do100 = false;
+            r.expecting100 = false;
+            const bs = await streamBody(q, built);
+            if (bs !== OK) return bs;
+          }
           // ap_send_interim_response with the backend's fields, Connection and Upgrade set.
           r.headersOut.set('Connection', 'Upgrade');
           r.headersOut.set('Upgrade', upgrade!);
@@ -387,12 +469,6 @@ async function processResponse(q: Req, rd: BackendReader): Promise<number> {
           r.connection.keepAlive = false;
           r.status = 101;
           return DONE;
-        }
-        const policy = r.subprocessEnv.get('proxy-interim-response');
-        if (policy === undefined || policy.toLowerCase() === 'rfc') {
-          if (!(policy !== undefined && proxyStatus === 100 && !r.expecting100)) sendInterim(r, proxyStatus, st.statusLine);
-        } else if (policy.toLowerCase() !== 'suppress') {
-          r.log(MOD, APLOG_WARNING, 'AH01108: undefined proxy interim response policy');
         }
         r.headersOut.clear();
         r.status = 200;
@@ -436,11 +512,14 @@ function shouldOverride(dc: ProxyDirConf, status: number): boolean {
   return dc.errorOverrideCodes.includes(status);
 }
 
-/** ap_send_interim_response. */
 /** ap_send_interim_response: the status line and the response's fields so far; on HTTP/2
  *  the stream's interim HEADERS (a 101 there is a WebSocket CONNECT's switch). False when the
- *  switch was refused. */
+ *  switch was refused. A 100 Continue goes only to a client waiting for one, and once. */
 function sendInterim(r: Request, status: number, statusLine: string): boolean {
+  if (status === 100) {
+    if (!r.expecting100) return true;
+    r.expecting100 = false;
+  }
   const framed = r.connection.wire.framed;
   if (framed !== undefined) return framed.interim(status, r.headersOut);
   if (r.protoNum < 1001) return true;
@@ -571,6 +650,10 @@ async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, u
   const conn = acquired;
   const dconf = api.dirConf(r);
   try {
+    // proxy-initial-not-pooled: the first request of a client connection does not go over a
+    // pooled backend connection (its failure could not be retried by the client): the
+    // determination closes it and a fresh one is made, which stays pooled afterwards.
+    if (r.proxyreq === PROXYREQ_REVERSE && r.connection.keepalives === 0 && r.subprocessEnv.has('proxy-initial-not-pooled')) conn.close = true;
     let st = await api.determineConnection(r, sconf, worker, conn, url, proxyname, proxyport);
     if (st !== OK) return st;
     const u = /^[a-z0-9+.-]+:\/\/(\[[^\]]*\]|[^/:?#]*)(?::(\d*))?([^]*)$/i.exec(url.replace(/^unix:[^|]*\|/i, ''));
@@ -584,7 +667,7 @@ async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, u
     const defPort = r.connection.localPort === 443 ? 443 : 80;
     const q: Req = {
       r, api, worker, sconf, dconf, conn, url, host, portStr, path,
-      force10: r.subprocessEnv.has('force-proxy-request-1.0'), upgrade: undefined,
+      force10: r.subprocessEnv.has('force-proxy-request-1.0'), do100: false, upgrade: undefined,
       serverPortStr: port !== defPort ? `:${port}` : '', proxyFunction,
     };
     const up = r.headersIn.get('Upgrade');
@@ -592,6 +675,11 @@ async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, u
       && canUpgrade(worker, up, scheme.startsWith('ws') ? 'WebSocket' : undefined)) {
       q.upgrade = up;
     }
+    // Proxy100Continue (on by default) passes a client's 100-continue on; ping= asks the
+    // backend for one on every reverse request with a body (PROXY_SHOULD_PING_100_CONTINUE).
+    const hasBody = r.body !== null && (r.body.length > 0 || r.body.chunked);
+    q.do100 = !q.force10 && ((r.expecting100 && dconf.forward100Continue !== false)
+      || (worker.params.ping !== undefined && r.proxyreq === PROXYREQ_REVERSE && hasBody));
     st = await api.connectBackend(proxyFunction, conn, worker, r);
     if (st !== OK) {
       if (st === 503) r.log(MOD, APLOG_ERR, `AH01114: HTTP: failed to make connection to backend: ${conn.hostname}`);
@@ -601,7 +689,7 @@ async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, u
     if (typeof built === 'number') return built;
     st = await sendRequest(q, built);
     if (st !== OK) return st;
-    return await processResponse(q, api.reader(conn, r));
+    return await processResponse(q, api.reader(conn, r), built);
   } finally {
     api.releaseConnection(proxyFunction, conn, r.server);
   }

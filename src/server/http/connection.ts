@@ -1195,7 +1195,8 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
   /** ap_process_request_internal's URL path normalisation and unescaping. */
   private decodePath(r: Request): number {
     const uri = r.uri;
-    if (uri === '*' || uri === '') return OK;
+    // A forward proxy request's URI is the absolute URL, passed on as it came.
+    if (uri === '*' || uri === '' || r.proxyreq !== 0) return OK;
     const decoded = decodeUrlPath(uri, r);
     if (typeof decoded === 'number') return decoded;
     r.uri = decoded;

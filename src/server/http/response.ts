@@ -536,7 +536,7 @@ function sendErrorPage(rt: Runtime, r: Request, location: string | undefined, re
   let body: string;
   if (custom && custom.startsWith('"') && !recursiveError) {
     body = custom.slice(1);
-  } else if (custom === undefined && !recursiveError && FIXED_PAGES.has(status) && signature(r, '') === '' && !r.notes.has('variant-list')) {
+  } else if (custom === undefined && !recursiveError && FIXED_PAGES.has(status) && signature(r, '') === '' && !r.notes.has('variant-list') && moduleStatusLine(r, status) === undefined) {
     // The same page for every request: built once (read-only from then on; nothing downstream
     // writes into the buffers it is given).
     let page = fixedPages.get(status);
@@ -557,10 +557,24 @@ const FIXED_PAGES: ReadonlySet<number> = new Set([401, 404, 406, 407, 408, 410])
 /** Those pages when ServerSignature is off, built once per process. */
 const fixedPages = new Map<number, Buffer>();
 
+/** A status line a module set (mod_proxy's "502 Proxy Error"), when ap_send_error_response
+ *  accepts it for the page's title: it begins with the status, then a space and a letter or
+ *  digit ("Unknown Reason" is added when it has no reason). */
+function moduleStatusLine(r: Request, status: number): string | undefined {
+  const sl = r.statusLine;
+  if (sl === undefined || r.status !== status) return undefined;
+  const m = /^(\d{3})(?:$|(\s)(?:$|[A-Za-z0-9]))/.exec(sl);
+  if (m === null || Number(m[1]) !== status) return undefined;
+  if (sl.length === 3) return sl + ' Unknown Reason';
+  if (sl.length === 4) return sl + 'Unknown Reason';
+  return sl;
+}
+
 /** ap_send_error_response's page for `status`. */
 function generatedPage(status: number, r: Request, location: string | undefined, recursiveError: number): string {
-  const title = statusLine(status);
-  const h1 = STATUS_LINES.get(status) ?? '';
+  const own = moduleStatusLine(r, status);
+  const title = own ?? statusLine(status);
+  const h1 = own !== undefined ? own.slice(4) : STATUS_LINES.get(status) ?? '';
   let body = DOCTYPE + `<html><head>\n<title>${title}</title>\n</head><body>\n<h1>${h1}</h1>\n`;
   body += cannedError(status, {
     method: r.method, location: location ?? '', admin: r.server.serverAdmin ?? '[no address given]',

@@ -250,6 +250,8 @@ function dieSlow(rt: Runtime, r: Request, type: number, recursiveError: number):
     recursiveError = 0;
   }
   r.status = type;
+  // The authentication modules answer 401 for proxy requests too: a forward proxy's is 407.
+  if (type === 401 && r.proxyreq === 1) r.status = 407;
   if (dropsConnection(type)) r.connection.keepAlive = false;
   if (custom !== undefined && custom !== '' && !custom.startsWith('"')) {
     if (custom.startsWith('/')) return errorDocumentRedirect(rt, r, custom);

@@ -52,6 +52,8 @@ function backendTimeout(w: ProxyWorker, r: Request): number {
 
 async function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWorker, c: ProxyConn, url: string, proxyname: string | undefined, proxyport: number): Promise<number> {
   const bc = c as BackendConn;
+  // A connection marked to close is closed now (a pooled one the request must not use).
+  if (bc.close) { bc.destroy(); bc.close = false; }
   const { url: u } = deSocketfy(url);
   const m = /^([A-Za-z][A-Za-z0-9+.-]*):(\/\/.*)$/.exec(u);
   if (m === null) return proxyError(r, 400, `URI cannot be parsed: ${url}`);
@@ -156,7 +158,7 @@ export const api: ProxyApi = {
   },
   determineConnection,
   connectBackend,
-  reader: (c, r) => makeReader(c as BackendConn, backendTimeout(c.worker, r)),
+  reader: (c, r, t) => makeReader(c as BackendConn, t ?? backendTimeout(c.worker, r)),
   releaseConnection: (_fn, c) => release(c as BackendConn),
   isSocketConnected: (c) => (c as BackendConn).alive,
   proxyError,
@@ -607,7 +609,10 @@ const decl: ModuleDecl<ServerConf, DirConf> = {
     directive({ name: 'Proxy100Continue', args: 'FLAG', where: RA, help: 'on if 100-Continue should be forwarded to the origin server, off if the proxy should handle it by itself', handler: flagDir('forward100Continue') }),
   ],
   hooks: {
-    translateName: [{ fn: proxyDetect, order: HOOK_FIRST - 10 }, { fn: proxyTrans, order: HOOK_FIRST }],
+    // proxy_detect runs at post_read_request as httpd's, so that modules reading
+    // r.proxyreq there (mod_auth_digest's header parse) see a forward proxy request.
+    postReadRequest: { fn: proxyDetect, order: HOOK_FIRST },
+    translateName: { fn: proxyTrans, order: HOOK_FIRST },
     mapToStorage: { fn: proxyMapLocation, order: HOOK_FIRST },
     fixups: { fn: proxyFixup, order: HOOK_MIDDLE },
     handler: { fn: proxyHandler, order: HOOK_FIRST },
