@@ -2,6 +2,7 @@
 // (the body of a login POST is client input).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomString, seededRandom } from '../../fuzz.js';
 import { parseFormPairs } from '../../../src/modules/aaa/mod_auth_form.js';
 
 test('form pairs: + and %XX decoded in names and values, pairs without = skipped', () => {
@@ -11,12 +12,10 @@ test('form pairs: + and %XX decoded in names and values, pairs without = skipped
 });
 
 test('form pairs: random bodies never throw (fuzz, bounded)', () => {
-  let seed = 7;
-  const rnd = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
+  const rnd = seededRandom(7);
   const alphabet = 'ab=&%+09fZ \u0000\u00ff';
   for (let i = 0; i < 5000; i++) {
-    let s = '';
-    for (let j = rnd(50); j > 0; j--) s += alphabet[rnd(alphabet.length)];
+    const s = randomString(rnd, alphabet, 49);
     for (const [k, v] of parseFormPairs(s)) { assert.equal(typeof k, 'string'); assert.equal(typeof v, 'string'); }
   }
 });

@@ -3,6 +3,7 @@
 // the query string).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomString, seededRandom } from '../../fuzz.js';
 import { parseMap, vertices } from '../../../src/modules/mappers/mod_imagemap.js';
 
 test('map lines: blank, comment, one-field lines and entries', () => {
@@ -22,12 +23,10 @@ test('vertices: comma or space separated pairs', () => {
 });
 
 test('map files and vertex lists of random text never throw (fuzz, bounded)', () => {
-  let seed = 99;
-  const rnd = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
+  const rnd = seededRandom(99);
   const alphabet = 'rectpoly 0129,.-e"#\n\\\t';
   for (let i = 0; i < 3000; i++) {
-    let s = '';
-    for (let j = rnd(80); j > 0; j--) s += alphabet[rnd(alphabet.length)];
+    const s = randomString(rnd, alphabet, 79);
     parseMap(s);
     assert.ok(vertices(s).pts.length <= 100);
   }

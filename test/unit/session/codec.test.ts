@@ -2,6 +2,7 @@
 // and a bounded fuzz of the decoder (a session cookie is client input).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomString, seededRandom } from '../../fuzz.js';
 import { escapeUrlencoded, strtokAll, unescapeUrlencoded } from '../../../src/lib/urlencoded.js';
 import { identityDecode, identityEncode } from '../../../src/modules/session/mod_session.js';
 import { newSession } from '../../../src/modules/session/api.js';
@@ -38,13 +39,10 @@ test('identity codec: encode then decode gives the pairs back (round trip)', () 
 });
 
 test('identity codec: random and mutated session strings never throw (fuzz, bounded)', () => {
-  let seed = 12345;
-  const rnd = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
+  const rnd = seededRandom(12345);
   const alphabet = 'ab=&%+0129fzZ \t\u0000\u00ff-.expiry';
   for (let i = 0; i < 5000; i++) {
-    let s = '';
-    const len = rnd(40);
-    for (let j = 0; j < len; j++) s += alphabet[rnd(alphabet.length)];
+    const s = randomString(rnd, alphabet, 39);
     const z = newSession();
     z.encoded = s;
     identityDecode(z);
