@@ -1,8 +1,35 @@
-// application/x-www-form-urlencoded as httpd reads and writes it (server/util.c):
-// ap_escape_urlencoded and ap_unescape_urlencoded, with httpd's failure rule (a malformed or
-// NUL escape is an error the caller sees), which mod_session's decoder depends on.
+// URL escapes as httpd reads and writes them (server/util.c): ap_unescape_url (lenient, as
+// the callers that ignore its result use it, and strict), ap_escape_urlencoded and
+// ap_unescape_urlencoded, with httpd's failure rule (a malformed or NUL escape is an error
+// the caller sees), which mod_session's decoder depends on.
 
 const hexDigit = (c: number): boolean => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
+
+const PERCENT_ESCAPE = /%([0-9A-Fa-f]{2})/g;
+const decodeEscape = (_m: string, h: string): string => String.fromCharCode(parseInt(h, 16));
+
+/** ap_unescape_url where its result is not looked at (mod_rewrite's int:unescape, the digest
+ *  URI comparison, mod_ext_filter's QUERY_STRING_UNESCAPED): every %XX decoded, a malformed
+ *  escape kept as it is. */
+export function unescapeUrl(s: string): string {
+  return s.includes('%') ? s.replace(PERCENT_ESCAPE, decodeEscape) : s;
+}
+
+/** ap_unescape_url when it must succeed: undefined for a malformed escape or one that
+ *  decodes to '/' or NUL (httpd's HTTP_BAD_REQUEST and HTTP_NOT_FOUND). */
+export function unescapeUrlStrict(s: string): string | undefined {
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i]!;
+    if (c !== '%') { out += c; continue; }
+    if (!hexDigit(s.charCodeAt(i + 1)) || !hexDigit(s.charCodeAt(i + 2))) return undefined;
+    const code = parseInt(s.slice(i + 1, i + 3), 16);
+    if (code === 0 || code === 0x2f) return undefined;
+    out += String.fromCharCode(code);
+    i += 2;
+  }
+  return out;
+}
 
 /** ap_escape_urlencoded: everything but ASCII letters, digits and `.-*_` as %xx (lowercase),
  *  space as `+`; the string is taken byte for byte (latin1). */

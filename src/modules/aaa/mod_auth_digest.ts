@@ -38,6 +38,7 @@ import {
   ClientTable, DEFAULT_SHMEM_SIZE, MIN_SHMEM_SIZE, NONCE_LEN, bucketsFor, serverSecret,
   type DigestClient,
 } from './digest-clients.js';
+import { unescapeUrl } from '../../lib/urlencoded.js';
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -473,11 +474,6 @@ function getHash(r: Request, user: string, realm: string, conf: AuthDigestDirCon
   return step(0);
 }
 
-/** ap_unescape_url for the comparison (a bad escape is left as it is). */
-function unescape(s: string): string {
-  return s.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
-}
-
 interface ParsedUri {
   scheme: string | undefined;
   hostname: string | undefined;
@@ -544,11 +540,11 @@ function checkUri(r: Request, resp: DigestHeader): number {
   const src = parseUri(resp.rawRequestUri) ?? { scheme: undefined, hostname: undefined, portStr: undefined, port: 0, path: resp.rawRequestUri, query: undefined, hostinfo: undefined };
   const rUri: ParsedUri = {
     scheme: src.scheme !== undefined && src.scheme !== '' ? src.scheme : 'http',
-    hostname: src.hostname !== undefined && src.hostname !== '' ? unescape(src.hostname) : r.rt.serverName(r),
+    hostname: src.hostname !== undefined && src.hostname !== '' ? unescapeUrl(src.hostname) : r.rt.serverName(r),
     portStr: src.portStr,
     port: src.portStr !== undefined && src.portStr !== '' ? src.port : r.rt.serverPort(r),
-    path: src.path !== undefined && src.path !== '' ? unescape(src.path) : src.path,
-    query: src.query !== undefined && src.query !== '' ? unescape(src.query) : src.query,
+    path: src.path !== undefined && src.path !== '' ? unescapeUrl(src.path) : src.path,
+    query: src.query !== undefined && src.query !== '' ? unescapeUrl(src.query) : src.query,
     hostinfo: src.hostinfo,
   };
   const d = parseUri(uri);
@@ -556,10 +552,10 @@ function checkUri(r: Request, resp: DigestHeader): number {
     r.log('auth_digest', APLOG_ERR, `AH01783: invalid uri <${uri}> in Authorization header`);
     return 400;
   }
-  if (d.hostname !== undefined) d.hostname = unescape(d.hostname);
-  if (d.path !== undefined) d.path = unescape(d.path);
+  if (d.hostname !== undefined) d.hostname = unescapeUrl(d.hostname);
+  if (d.path !== undefined) d.path = unescapeUrl(d.path);
   if (d.query !== undefined) {
-    d.query = unescape(d.query);
+    d.query = unescapeUrl(d.query);
   } else if (rUri.query !== undefined && r.subprocessEnv.has('AuthDigestEnableQueryStringHack')) {
     // MSIE left the query string out of the uri attribute (and hashed the uri as it sent it).
     r.log('auth_digest', APLOG_INFO, `AH01784: applying AuthDigestEnableQueryStringHack to uri <${resp.rawRequestUri}>`);

@@ -20,6 +20,8 @@ import { APLOG_ERR, APLOG_TRACE1 } from '../../server/log/levels.js';
 import { errnoOf } from '../../server/log/error-log.js';
 import { NO_CONTENT_LENGTH } from '../../server/http/response.js';
 import { addCgiVars, addCommonVars, createEnvironment } from '../../server/util-script.js';
+import { tokenizeArgv } from '../../lib/apr-strings.js';
+import { unescapeUrl } from '../../lib/urlencoded.js';
 
 export interface ExtFilterDef {
   readonly name: string;
@@ -57,28 +59,6 @@ function wordWhite(s: string): [string, string] {
   const w = s.slice(0, i);
   while (i < s.length && /\s/.test(s[i]!)) i++;
   return [w, s.slice(i)];
-}
-
-/** apr_tokenize_to_argv: blank-separated words, "..." and '...' quoting, backslash escapes. */
-export function tokenizeArgv(s: string): string[] {
-  const out: string[] = [];
-  let i = 0;
-  while (i < s.length) {
-    while (s[i] === ' ' || s[i] === '\t') i++;
-    if (i >= s.length) break;
-    let w = '';
-    let quote = '';
-    if (s[i] === '"' || s[i] === "'") quote = s[i++]!;
-    for (; i < s.length; i++) {
-      const c = s[i]!;
-      if (quote === '' && (c === ' ' || c === '\t')) break;
-      if (quote !== '' && c === quote) { i++; break; }
-      if (c === '\\' && i + 1 < s.length) { w += s[++i]; continue; }
-      w += c;
-    }
-    out.push(w);
-  }
-  return out;
 }
 
 /** parse_cmd: cmd="prog arg ..." (words as apr_tokenize_to_argv splits them) or cmd=prog
@@ -300,7 +280,7 @@ async function startProcess(r: Request, def: ExtFilterDef, logStderr: boolean): 
   r.subprocessEnv.set('DOCUMENT_URI', r.uri);
   r.subprocessEnv.set('DOCUMENT_PATH_INFO', r.pathInfo);
   if (r.args !== undefined) {
-    const un = r.args.replace(/%([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
+    const un = unescapeUrl(r.args);
     r.subprocessEnv.set('QUERY_STRING_UNESCAPED', un.replace(/[&;`'"|*?~<>^()[\]{}$\\\n\xFF]/g, (c) => '\\' + c));
   }
   const env = createEnvironment(r.subprocessEnv);
@@ -327,6 +307,40 @@ function traceFiltering(r: Request, def: ExtFilterDef, noop: boolean, logStderr:
 }
 
 // ---- the output filter ---------------------------------------------------------------------
+
+/** The state both filters start from. */
+interface StartState {
+  noop: boolean;
+  proc: ExtProcess | null;
+  def: ExtFilterDef | undefined;
+}
+
+/** What an output or input filter does first: finds its definition, decides whether it is a
+ *  no-op here (EnableEnv / DisableEnv), starts the program (`started` runs once it is) and
+ *  logs what fails; `failed` then asks the caller to remove or abort as ExtFilterOptions say. */
+async function startFilter(r: Request, st: StartState, specName: string, lname: string, started?: (def: ExtFilterDef) => void):
+  Promise<{ failed: boolean; errno: { code: number; text: string } | undefined; dc: ExtFilterDir }> {
+  const def = findDef(r, lname);
+  const dc = dirConf(r);
+  if (!def) {
+    r.log('ext_filter', APLOG_ERR, `AH01459: couldn't find definition of filter '${specName}'`);
+    return { failed: true, errno: undefined, dc };
+  }
+  st.def = def;
+  st.noop = isNoop(r, def);
+  if (!st.noop) {
+    const p = await startProcess(r, def, dc.logStderr);
+    if (!(p instanceof ExtProcess)) {
+      const errno = errnoOf(p);
+      r.log('ext_filter', APLOG_ERR, `AH01458: couldn't create child process to run \`${def.argv[0]}'`, errno);
+      return { failed: true, errno, dc };
+    }
+    st.proc = p;
+    started?.(def);
+  }
+  traceFiltering(r, def, st.noop, dc.logStderr);
+  return { failed: false, errno: undefined, dc };
+}
 
 interface OutState {
   started: boolean;
@@ -355,30 +369,10 @@ async function outputFilter(f: FilterInstance<OutState>, bb: Brigade, lname: str
   const r = f.r;
   if (!st.started) {
     st.started = true;
-    const def = findDef(r, lname);
-    const dc = dirConf(r);
-    let failed = false;
-    let errno: { code: number; text: string } | undefined;
-    if (!def) {
-      r.log('ext_filter', APLOG_ERR, `AH01459: couldn't find definition of filter '${f.spec.name}'`);
-      failed = true;
-    } else {
-      st.def = def;
-      st.noop = isNoop(r, def);
-      if (!st.noop) {
-        const p = await startProcess(r, def, dc.logStderr);
-        if (p instanceof ExtProcess) {
-          st.proc = p;
-          if (def.outtype !== undefined) r.contentType = def.outtype;
-          if (!def.preservesContentLength) r.headersOut.unset('Content-Length');
-        } else {
-          errno = errnoOf(p);
-          r.log('ext_filter', APLOG_ERR, `AH01458: couldn't create child process to run \`${def.argv[0]}'`, errno);
-          failed = true;
-        }
-      }
-      if (!failed) traceFiltering(r, def, st.noop, dc.logStderr);
-    }
+    const { failed, errno, dc } = await startFilter(r, st, f.spec.name, lname, (def) => {
+      if (def.outtype !== undefined) r.contentType = def.outtype;
+      if (!def.preservesContentLength) r.headersOut.unset('Content-Length');
+    });
     if (failed) {
       r.log('ext_filter', APLOG_ERR, `AH01467: can't initialise output filter ${f.spec.name}: ${dc.onfailRemove ? 'removing' : 'aborting'}`, errno);
       f.remove();
@@ -449,27 +443,7 @@ async function inputRead(f: InputFilterInstance<InState>, lname: string): Promis
   const r = f.r;
   if (!st.started) {
     st.started = true;
-    const def = findDef(r, lname);
-    const dc = dirConf(r);
-    let err = false;
-    let errno: { code: number; text: string } | undefined;
-    if (!def) {
-      r.log('ext_filter', APLOG_ERR, `AH01459: couldn't find definition of filter '${f.spec.name}'`);
-      err = true;
-    } else {
-      st.def = def;
-      st.noop = isNoop(r, def);
-      if (!st.noop) {
-        const p = await startProcess(r, def, dc.logStderr);
-        if (p instanceof ExtProcess) st.proc = p;
-        else {
-          errno = errnoOf(p);
-          r.log('ext_filter', APLOG_ERR, `AH01458: couldn't create child process to run \`${def.argv[0]}'`, errno);
-          err = true;
-        }
-      }
-      if (!err) traceFiltering(r, def, st.noop, dc.logStderr);
-    }
+    const { failed: err, errno, dc } = await startFilter(r, st, f.spec.name, lname);
     if (err) {
       r.log('ext_filter', APLOG_ERR, `AH01470: can't initialise input filter ${f.spec.name}: ${dc.onfailRemove ? 'removing' : 'aborting'}`, errno);
       f.remove();

@@ -27,6 +27,7 @@ import { makeEtag, etagBitsFor } from '../../server/http/etag.js';
 import { DIR_MAGIC_TYPE, escapePath } from '../mappers/mod_dir.js';
 import { fsPath, mtimeMicrosOf } from '../../server/request/stat-cache.js';
 import { strfsize } from '../../lib/apr-strings.js';
+import { unescapeUrlStrict } from '../../lib/urlencoded.js';
 
 // ---- options ------------------------------------------------------------------------------
 export const NO_OPTIONS = 1 << 0;
@@ -1128,7 +1129,7 @@ async function indexDirectory(r: Request, d: AutoindexDir): Promise<number> {
         if (eos === 2) {
           pattern = undefined;
         } else {
-          const decoded = unescapeUrl(q.slice(2, eos));
+          const decoded = unescapeUrlStrict(q.slice(2, eos));
           if (decoded === undefined) pattern = undefined;
           else {
             pattern = decoded;
@@ -1173,22 +1174,6 @@ async function indexDirectory(r: Request, d: AutoindexDir): Promise<number> {
 
 function probeOf(r: Request): Probe {
   return { filename: r.filename, contentType: r.contentType, contentEncoding: r.contentEncoding };
-}
-
-/** ap_unescape_url for the P= pattern: undefined when malformed or containing '/' or NUL. */
-function unescapeUrl(s: string): string | undefined {
-  let out = '';
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i]!;
-    if (c !== '%') { out += c; continue; }
-    const hex = s.slice(i + 1, i + 3);
-    if (!/^[0-9a-fA-F]{2}$/.test(hex)) return undefined;
-    const code = parseInt(hex, 16);
-    if (code === 0 || code === 0x2f) return undefined;
-    out += String.fromCharCode(code);
-    i += 2;
-  }
-  return out;
 }
 
 /** handle_autoindex: only for httpd/unix-directory and GET (or HEAD); other requests are

@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { ConfigError, StartupError, UnknownDirectiveError } from './errors.js';
 import { unknownDirectiveRemedies, type UnknownDirective } from './remedies.js';
-import { parseConfig, type ConfigNode } from './tree.js';
+import { parseConfig, type ConfigNode, type ExpandedNode } from './tree.js';
 import { ArgCursor, resolveVariables } from './lexer.js';
 import { CmdParms, type WalkScope } from './cmd.js';
 import { ConfigContext, type ConfigOptions, type LoadedDirective } from './context.js';
@@ -20,15 +20,6 @@ import {
 import type { ServerRec } from '../server-rec.js';
 import { resolveHostSync, reverseLookupSync } from '../core/resolve.js';
 import { APLOG_ALERT, APLOG_ERR } from '../log/levels.js';
-
-export interface ExpandedNode {
-  readonly name: string;
-  readonly args: string;
-  readonly file: string;
-  readonly line: number;
-  readonly children: readonly ExpandedNode[] | undefined;
-  readonly source: ConfigNode;
-}
 
 /** The override bits of the main server and virtual hosts (httpd's ap_process_config_tree). */
 export const SERVER_OVERRIDE = (RSRC_CONF | OR_ALL) & ~(OR_AUTHCFG | OR_LIMIT);

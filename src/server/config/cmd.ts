@@ -3,9 +3,8 @@
 
 import type { ConfigContext } from './context.js';
 import type { ServerRec } from '../server-rec.js';
-import type { ExpandedNode } from './build.js';
 import type { DirectiveSpec } from '../module.js';
-import type { ConfigNode } from './tree.js';
+import type { ConfigNode, ExpandedNode } from './tree.js';
 import { APLOG_WARNING, DEFAULT_LOG_LEVEL, levelFor } from '../log/levels.js';
 
 /** Contexts a directive may forbid (httpd's ap_check_cmd_context flags). */

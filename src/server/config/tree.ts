@@ -104,3 +104,14 @@ export function printConfig(nodes: readonly ConfigNode[]): string {
   walk(nodes);
   return out.length ? out.join('\n') + '\n' : '';
 }
+
+/** A node as build.ts's expansion step (expandNodes) hands it to the directive handlers, with
+ *  the parsed node it came from. */
+export interface ExpandedNode {
+  readonly name: string;
+  readonly args: string;
+  readonly file: string;
+  readonly line: number;
+  readonly children: readonly ExpandedNode[] | undefined;
+  readonly source: ConfigNode;
+}

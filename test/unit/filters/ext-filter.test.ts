@@ -1,7 +1,8 @@
 // mod_ext_filter's ExtFilterDefine parser: the words and errors of httpd's define_filter.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseDefine, tokenizeArgv, type ExtFilterDef } from '../../../src/modules/filters/mod_ext_filter.js';
+import { parseDefine, type ExtFilterDef } from '../../../src/modules/filters/mod_ext_filter.js';
+import { tokenizeArgv } from '../../../src/lib/apr-strings.js';
 
 const none = new Map<string, ExtFilterDef>();
 

@@ -4,7 +4,8 @@
 import * as fs from 'node:fs';
 import { ConfigContext } from '../../../src/server/config/context.js';
 import { CmdParms, type WalkScope } from '../../../src/server/config/cmd.js';
-import { invokeWithArgs, type ExpandedNode } from '../../../src/server/config/build.js';
+import { invokeWithArgs } from '../../../src/server/config/build.js';
+import type { ExpandedNode } from '../../../src/server/config/tree.js';
 import { ErrorLog, formatDefault } from '../../../src/server/log/error-log.js';
 import type { LogSink } from '../../../src/server/log/log-writer.js';
 import type { ModuleHandle, DirectiveSpec } from '../../../src/server/module.js';

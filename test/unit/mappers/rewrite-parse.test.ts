@@ -12,7 +12,8 @@ import {
   compileTemplate, parseArgLine, parseCond, parseFlagField, parseRule,
 } from '../../../src/modules/mappers/mod_rewrite/parse.js';
 import { escapeAbsoluteUri, escapeBackref, absoluteUriScheme } from '../../../src/modules/mappers/mod_rewrite/uri.js';
-import { parseMap, tokenizeArgv } from '../../../src/modules/mappers/mod_rewrite/maps.js';
+import { parseMap } from '../../../src/modules/mappers/mod_rewrite/maps.js';
+import { tokenizeArgv } from '../../../src/lib/apr-strings.js';
 
 test('parseargline: quotes, backslash-blank, optional third word', () => {
   assert.deepEqual(parseArgLine('^/a$ /b [L]'), { a1: '^/a$', a2: '/b', a3: '[L]' });

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomString, seededRandom } from '../../fuzz.js';
-import { escapeUrlencoded, strtokAll, unescapeUrlencoded } from '../../../src/lib/urlencoded.js';
+import { escapeUrlencoded, strtokAll, unescapeUrl, unescapeUrlStrict, unescapeUrlencoded } from '../../../src/lib/urlencoded.js';
 import { identityDecode, identityEncode } from '../../../src/modules/session/mod_session.js';
 import { newSession } from '../../../src/modules/session/api.js';
 
@@ -13,6 +13,20 @@ test('urlencoded: httpd escapes all but letters, digits and .-*_, space as +', (
   assert.equal(unescapeUrlencoded('%zz'), undefined);
   assert.equal(unescapeUrlencoded('%00'), undefined);
   assert.deepEqual(strtokAll('&&a=1&&b=2&', '&'), ['a=1', 'b=2']);
+});
+
+test('ap_unescape_url: lenient (bad escapes kept, %2f and %00 decoded) and strict forms', () => {
+  assert.equal(unescapeUrl('%41%2f%zz+%'), 'A/%zz+%');
+  assert.equal(unescapeUrl('plain'), 'plain');
+  assert.equal(unescapeUrlStrict('a%20b%7E'), 'a b~');
+  for (const bad of ['%zz', '%2f', '%2F', '%00', 'x%4']) assert.equal(unescapeUrlStrict(bad), undefined, bad);
+  // Bounded fuzz: the strict form, where it succeeds, agrees with the lenient one.
+  const rnd = seededRandom(7);
+  for (let n = 0; n < 2000; n++) {
+    const s = randomString(rnd, '%2fF0az/+ 41', 10);
+    const strict = unescapeUrlStrict(s);
+    if (strict !== undefined) assert.equal(strict, unescapeUrl(s), s);
+  }
 });
 
 test('identity codec: decode skips bad pairs, drops emptied keys, reads the expiry', () => {

@@ -11,7 +11,9 @@ import type { Request } from '../../../server/request/request.js';
 import { APLOG_ERR } from '../../../server/log/levels.js';
 import { openDbmReadOnly, isSupportedDbmType, DIRFEXT, PAGFEXT } from '../../../lib/dbm/index.js';
 import { fsPath } from '../../../server/request/stat-cache.js';
-import { escapeUri, unescapeUrl } from './uri.js';
+import { tokenizeArgv } from '../../../lib/apr-strings.js';
+import { unescapeUrl } from '../../../lib/urlencoded.js';
+import { escapeUri } from './uri.js';
 import { L, rewritelog, traceOn } from './log.js';
 
 export type MapType = 'txt' | 'rnd' | 'dbm' | 'prg' | 'int';
@@ -41,28 +43,6 @@ const asciiLower = (s: string): string => s.replace(/[A-Z]+/g, (m) => m.toLowerC
 export const INTERNAL_MAPS = new Map<string, (key: string) => string>([
   ['tolower', asciiLower], ['toupper', asciiUpper], ['escape', escapeUri], ['unescape', unescapeUrl],
 ]);
-
-/** apr_tokenize_to_argv: words separated by blanks, "..." and '...' quoting, backslash escapes. */
-export function tokenizeArgv(s: string): string[] {
-  const out: string[] = [];
-  let i = 0;
-  while (i < s.length) {
-    while (s[i] === ' ' || s[i] === '\t') i++;
-    if (i >= s.length) break;
-    let w = '';
-    let quote = '';
-    if (s[i] === '"' || s[i] === "'") quote = s[i++]!;
-    for (; i < s.length; i++) {
-      const c = s[i]!;
-      if (quote === '' && (c === ' ' || c === '\t')) break;
-      if (quote !== '' && c === quote) { i++; break; }
-      if (c === '\\' && i + 1 < s.length) { w += s[++i]; continue; }
-      w += c;
-    }
-    out.push(w);
-  }
-  return out;
-}
 
 /** cmd_rewritemap: the map entry or httpd's error text. */
 export function parseMap(name: string, spec: string, a3: string | undefined, serverId: number, rootRelative: (p: string) => string): RewriteMapEntry | string {

@@ -98,7 +98,3 @@ export function escapeAbsoluteUri(uri: string, scheme: number): string | undefin
   return uri.slice(0, scheme) + escapeUri(uri.slice(cp));
 }
 
-/** ap_unescape_url as the int:unescape map uses it: %XX decoded; a bad escape is kept. */
-export function unescapeUrl(s: string): string {
-  return s.replace(/%([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
-}
