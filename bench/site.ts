@@ -584,8 +584,8 @@ DirectoryIndex index.html
     AddOutputFilter INCLUDES .shtml
 </Directory>
 
-# cgi: a tiny shell script (mod_cgi: mod_cgid's daemon does not answer when the server starts as
-# root in this container, seen in the conformance recordings too)
+# cgi: a tiny shell script (mod_cgi: Apache's mod_cgid daemon cannot bind its socket in Debian's
+# default runtime directory, /var/run/apache2, which this container does not have)
 ScriptAlias /cgi-bin/ "${site.root}/cgi-bin/"
 <Directory "${site.root}/cgi-bin">
     Require all granted
