@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseHbAddress } from '../../../src/modules/cluster/heartbeat-address.js';
+import { seededRandom } from '../../fuzz.js';
 
 const A = (text: string): ReturnType<typeof parseHbAddress> => parseHbAddress(text, 'HeartbeatAddress', 'address');
 
@@ -27,8 +28,7 @@ test('addresses as Apache reads them', () => {
 
 test('fuzz: any text gives an IPv4 address with a port in range, or a message', () => {
   const alphabet = ['1', '2', '0', '9', '.', ':', '[', ']', 'a', 'x', ' ', '-', '%', '239', '127.0.0.1', '65535', '65536', '::'];
-  let seed = 0x2545f491;
-  const rnd = (n: number): number => { seed ^= seed << 13; seed ^= seed >>> 17; seed ^= seed << 5; return (seed >>> 0) % n; };
+  const rnd = seededRandom(0x2545f491);
   for (let i = 0; i < 3000; i++) {
     let s = '';
     for (let k = rnd(8); k >= 0; k--) s += alphabet[rnd(alphabet.length)];
