@@ -58,17 +58,21 @@ const REQUEST_ID = 1;
  *  ProxyFCGISetEnvIf fixups). `body` yields the request body (prefetched part first). */
 export async function fcgiDoRequest(r: Request, b: FcgiBackend, env: Iterable<readonly [string, string]>, body: () => Promise<Buffer | null>): Promise<FcgiOutcome> {
   // Step 1: BEGIN_REQUEST.
-  let e = await writeTo(b.socket, encodeBeginRequest(REQUEST_ID, FCGI_RESPONDER, b.keepConn ? FCGI_KEEP_CONN : 0));
+  // BEGIN_REQUEST and the environment go out in the same turn of the event loop: the backend's
+  // process is held from its accept until it has read them (PHP-FPM has a few children).
+  const begun = writeTo(b.socket, encodeBeginRequest(REQUEST_ID, FCGI_RESPONDER, b.keepConn ? FCGI_KEEP_CONN : 0));
+  const params = encodeParams(REQUEST_ID, env, FCGI_PARAMS_RECORD_LIMIT);
+  const sent = writeTo(b.socket, params.records);
+  let e = await begun;
   if (e !== undefined) {
     r.log(MODULE, APLOG_ERR, `AH01073: Failed Writing Request to ${b.serverPortStr}:`, r.rt.errno(e));
     return { status: 503, close: true };
   }
   // Step 2: the environment.
-  const params = encodeParams(REQUEST_ID, env, FCGI_PARAMS_RECORD_LIMIT);
   for (const name of params.skipped) {
     r.log(MODULE, APLOG_WARNING, `AH02536: couldn't encode envvar '${name}' in ${FCGI_PARAMS_RECORD_LIMIT} bytes`);
   }
-  e = await writeTo(b.socket, params.records);
+  e = await sent;
   if (e !== undefined) {
     r.log(MODULE, APLOG_ERR, `AH01074: Failed writing Environment to ${b.serverPortStr}:`, r.rt.errno(e));
     return { status: 503, close: true };
