@@ -47,7 +47,7 @@
 
 import * as fs from 'node:fs';
 import type { Request } from './request/request.js';
-import type { MaybePromise } from './module.js';
+import type { MaybePromise } from './maybe-promise.js';
 
 export type Bucket =
   | { readonly kind: 'data'; readonly data: Buffer }

@@ -7,6 +7,7 @@ import type { CmdParms } from './config/cmd.js';
 import type { ServerRec } from './server-rec.js';
 import type { ConfigContext } from './config/context.js';
 import type { FilterSpec, InputFilterSpec } from './filters.js';
+import type { MaybePromise } from './maybe-promise.js';
 
 /** The plume module API version ("module magic number" major). A third-party module built
  *  for another major is refused, as httpd refuses a module built for another MMN. */
@@ -79,7 +80,7 @@ export const OK = 0;
 export const DECLINED = -1;
 export const DONE = -2;
 export type HookResult = number;
-export type MaybePromise<T> = T | Promise<T>;
+export type { MaybePromise };
 export type RequestHook = (r: Request) => MaybePromise<HookResult>;
 export type VoidRequestHook = (r: Request) => MaybePromise<void>;
 

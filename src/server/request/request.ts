@@ -9,7 +9,7 @@ import type { ServerRec } from '../server-rec.js';
 import type { Runtime } from '../runtime.js';
 import type { FilterInstance, InputFilterInstance, Brigade } from '../filters.js';
 import { DEFAULT_LOG_LEVEL, levelFor, type LogLevelConfig } from '../log/levels.js';
-import type { MaybePromise } from '../module.js';
+import type { MaybePromise } from '../maybe-promise.js';
 import type { Wire } from '../http/wire.js';
 import type { Section } from '../core/sections.js';
 
