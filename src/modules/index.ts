@@ -95,6 +95,7 @@ import heartbeat from './cluster/mod_heartbeat.js';
 import heartmonitor from './cluster/mod_heartmonitor.js';
 import session from './session/mod_session.js';
 import sessionCookie from './session/mod_session_cookie.js';
+import sessionCrypto from './session/mod_session_crypto.js';
 import proxyHttp2 from './proxy/mod_proxy_http2.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
@@ -130,6 +131,7 @@ const ALL: AnyModuleHandle[] = [
   h(authForm),
   h(session),
   h(sessionCookie),
+  h(sessionCrypto),
   h(socacheShmcb),
   h(socacheDbm),
   h(socacheMemcache),

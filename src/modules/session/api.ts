@@ -24,6 +24,15 @@ export interface SessionRec {
   written: boolean;
 }
 
+/** The APR status codes the session modules return, with the text httpd logs for them. */
+export const APR_EGENERAL = 20014;
+export const APR_ECRYPT = 100005;
+export const APR_EPADDING = 100006;
+
+export function aprStatusError(code: number): { code: number; text: string } {
+  return { code, text: code === APR_EGENERAL ? 'Internal error (specific information not available)' : 'Error string not specified yet' };
+}
+
 export function newSession(): SessionRec {
   return { entries: new Map(), encoded: undefined, expiry: 0n, maxage: 0, dirty: false, written: false };
 }
