@@ -16,16 +16,16 @@ import type { ConnectionTap } from '../connection-tap.js';
 /** httpd's usual body read (HUGE_STRING_LEN), as a connection filter sees it asked. */
 const TAP_READ = 8192;
 import type { ServerRec } from '../server-rec.js';
-import { processRequest, die } from '../request/lifecycle.js';
+import { die } from '../request/lifecycle.js';
 import { runAll } from '../hooks.js';
 import { OK, type MaybePromise } from '../module.js';
 import { FilterError } from '../filters.js';
 import { nowMicros } from '../log/time.js';
-import { decodeUrlPath } from './uri.js';
+import { serveReadRequest, requestFailed } from './serve-read.js';
 import { markLengthUnknown } from './keepalive.js';
 import { DEFAULT_LIMIT_REQUEST_BODY } from './http-core.js';
 import {
-  type RequestTarget, newRequestTarget, parseRequestLine, fixHostname, fieldNameLen, isTokenChar, isHttpScheme,
+  type RequestTarget, newRequestTarget, parseRequestLine, fixHostname, fieldNameLen, isTokenChar,
   parseStrictLength, isChunked, parseChunkSize, LOG_NAME_MAX_LEN, APR_EINVAL, APR_ENOSPC, APR_EGENERAL,
 } from './protocol.js';
 import { coreServer, coreDir } from '../core/config.js';
@@ -1013,23 +1013,7 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
 
   /** post_read_request, the URL path, the lifecycle, the body left over, the log. */
   private serve(r: Request): MaybePromise<void> {
-    const pr = runAll(this.rt.hooks.postReadRequest, r);
-    if (pr instanceof Promise) return pr.then((v) => this.serveRead(r, v));
-    return this.serveRead(r, pr);
-  }
-
-  private serveRead(r: Request, postRead: number): MaybePromise<void> {
-    let pr = postRead;
-    // ap_post_read_request: only http and https absolute URIs are served.
-    if (pr === OK && this.target.scheme !== undefined && !isHttpScheme(this.target.scheme)) pr = 400;
-    if (pr === OK) pr = this.decodePath(r);
-    let done: MaybePromise<void>;
-    if (pr !== OK) {
-      r.status = pr;
-      done = die(this.rt, r, pr);
-    } else {
-      done = processRequest(this.rt, r);
-    }
+    const done = serveReadRequest(this.rt, r, this.target.scheme);
     if (done instanceof Promise) return done.then(() => this.served(r));
     return this.served(r);
   }
@@ -1058,12 +1042,9 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
   }
 
   /** A step threw or failed: logged, and a 500 when nothing was sent yet. */
-  private async serveFailed(r: Request, e: unknown): Promise<void> {
+  private serveFailed(r: Request, e: unknown): Promise<void> {
     this.keepAlive = false;
-    r.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
-    if (!r.headersSent) {
-      try { r.status = 500; await die(this.rt, r, 500); } catch { /* connection gone */ }
-    }
+    return requestFailed(this.rt, r, e);
   }
 
   /** The next request of a kept-alive connection, or the end of the connection. */
@@ -1193,16 +1174,6 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
   }
 
   /** ap_process_request_internal's URL path normalisation and unescaping. */
-  private decodePath(r: Request): number {
-    const uri = r.uri;
-    // A forward proxy request's URI is the absolute URL, passed on as it came.
-    if (uri === '*' || uri === '' || r.proxyreq !== 0) return OK;
-    const decoded = decodeUrlPath(uri, r);
-    if (typeof decoded === 'number') return decoded;
-    r.uri = decoded;
-    return OK;
-  }
-
   /** Content-Length and Transfer-Encoding (ap_read_request): the body's framing. */
   private setupBody(r: Request): number {
     const cl = r.headersIn.get('Content-Length');

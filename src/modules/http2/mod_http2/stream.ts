@@ -13,14 +13,14 @@ import type { ServerRec } from '../../../server/server-rec.js';
 import type { Runtime } from '../../../server/runtime.js';
 import type { HeaderTable } from '../../../server/request/headers.js';
 import { streamFileRange } from '../../../server/http/file-cache.js';
-import { processRequest, die } from '../../../server/request/lifecycle.js';
+import { die } from '../../../server/request/lifecycle.js';
 import { runAll } from '../../../server/hooks.js';
 import { OK, type MaybePromise } from '../../../server/module.js';
 import { FilterError } from '../../../server/filters.js';
 import { nowMicros } from '../../../server/log/time.js';
-import { decodeUrlPath } from '../../../server/http/uri.js';
+import { serveReadRequest, requestFailed } from '../../../server/http/serve-read.js';
 import { DEFAULT_LIMIT_REQUEST_BODY } from '../../../server/http/http-core.js';
-import { newRequestTarget, parseRequestLine, fixHostname, parseStrictLength, isHttpScheme } from '../../../server/http/protocol.js';
+import { newRequestTarget, parseRequestLine, fixHostname, parseStrictLength } from '../../../server/http/protocol.js';
 import { coreServer, coreDir } from '../../../server/core/config.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, APLOG_TRACE1, APLOG_WARNING } from '../../../server/log/levels.js';
 
@@ -513,28 +513,12 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
 }
 
 function serve(st: H2Stream, r: Request, early: number, scheme: string | undefined): MaybePromise<void> {
-  const rt = st.session.rt;
   if (early !== OK) {
     st.refusedEarly = true;
     r.status = early;
-    return die(rt, r, early);
+    return die(st.session.rt, r, early);
   }
-  const pr = runAll(rt.hooks.postReadRequest, r);
-  const go = (v: number): MaybePromise<void> => {
-    let p = v;
-    if (p === OK && scheme !== undefined && !isHttpScheme(scheme)) p = 400;
-    if (p === OK && r.uri !== '*' && r.uri !== '') {
-      const decoded = decodeUrlPath(r.uri, r);
-      if (typeof decoded === 'number') p = decoded;
-      else r.uri = decoded;
-    }
-    if (p !== OK) {
-      r.status = p;
-      return die(rt, r, p);
-    }
-    return processRequest(rt, r);
-  };
-  return pr instanceof Promise ? pr.then(go) : go(pr);
+  return serveReadRequest(st.session.rt, r, scheme);
 }
 
 async function finish(st: H2Stream, r: Request, served: MaybePromise<void>): Promise<void> {
@@ -542,10 +526,7 @@ async function finish(st: H2Stream, r: Request, served: MaybePromise<void>): Pro
   try {
     await served;
   } catch (e) {
-    r.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
-    if (!r.headersSent) {
-      try { r.status = 500; await die(rt, r, 500); } catch { /* stream gone */ }
-    }
+    await requestFailed(rt, r, e);
   }
   // The body nobody read is dropped; the stream ends with the response.
   if (r.body !== null && !r.body.done && !st.destroyed) {
