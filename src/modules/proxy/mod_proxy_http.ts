@@ -305,6 +305,9 @@ async function streamBody(q: Req, built: { body: 'none' | 'cl' | 'chunked'; ende
   return OK;
 }
 
+/** AP_MAX_INTERIM_RESPONSES: how many 1xx responses in a row a backend may send. */
+const MAX_INTERIM_RESPONSES = 10;
+
 /** ap_proxy_http_process_response. */
 async function processResponse(q: Req, normal: BackendReader, built: { body: 'none' | 'cl' | 'chunked'; ended: boolean; cl: number; prefetched: Buffer[] }): Promise<number> {
   const { r, conn, dconf, sconf, api } = q;
@@ -313,6 +316,7 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
   // The backend's answer to a 100-continue "ping" is awaited for ping= at most.
   const ping = q.do100 && q.worker.params.ping !== undefined ? api.reader(conn, r, q.worker.params.ping) : undefined;
   let rd = ping ?? normal;
+  let interimCount = 0;
   for (;;) {
     let line: string | null;
     try {
@@ -473,6 +477,10 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
         r.headersOut.clear();
         r.status = 200;
         r.statusLine = undefined;
+        // AP_MAX_INTERIM_RESPONSES: a backend sending 1xx without end is cut off at the tenth.
+        if (++interimCount >= MAX_INTERIM_RESPONSES) {
+          return api.proxyError(r, 502, `Too many (${interimCount}) interim responses from origin server`);
+        }
         continue;
       }
     } else {

@@ -225,6 +225,93 @@ function aliasMatch(uri: string, fake: string): number {
   return u;
 }
 
+/** alias_match_servlet: ProxyPass mapping=servlet matches the path as a servlet container
+ *  would see it (path parameters ";x" dropped, "//" merged, "/./" and "/../" resolved, "..;"
+ *  counting as ".."). Returns the length of `uri` matched (0: no match) and the normalised
+ *  path, which becomes r.uri. */
+export function aliasMatchServlet(uri: string, alias: string): { len: number; map: string } {
+  const NO = { len: 0, map: uri };
+  if (uri[0] !== '/' || alias[0] !== '/') return NO;
+  const u = (i: number): string => uri[i] ?? '';
+  const a = (i: number): string => alias[i] ?? '';
+  const stack: number[] = [];
+  let map = '/';
+  let uriPos = 1; let aliasPos = 1; let firstPos = 1;
+  let aliasDepth = 0;
+  while (uriPos < uri.length) {
+    if (u(uriPos) === ';') {
+      do uriPos++; while (u(uriPos) !== '/' && u(uriPos) !== '');
+      continue;
+    }
+    if (map[map.length - 1] === '/') {
+      if (u(uriPos) === '/') {
+        do uriPos++; while (u(uriPos) === '/');
+        continue;
+      }
+      if (u(uriPos) === '.') {
+        const n1 = u(uriPos + 1);
+        if (n1 === '/' || n1 === ';' || n1 === '') {
+          uriPos++;
+          if (u(uriPos) === '/') uriPos++;
+          continue;
+        }
+        const n2 = u(uriPos + 2);
+        if (n1 === '.' && (n2 === '/' || n2 === ';' || n2 === '')) {
+          if (map.length === 1) return NO;
+          let mp = map.length;
+          do mp--; while (map[mp - 1] !== '/');
+          map = map.slice(0, mp);
+          if (aliasDepth === stack.length) {
+            if (a(aliasPos) === '') aliasPos--;
+            while (aliasPos > 0 && a(aliasPos) === '/') aliasPos--;
+            while (aliasPos > 0 && a(aliasPos - 1) !== '/') aliasPos--;
+            aliasDepth--;
+          }
+          stack.pop();
+          uriPos += 2;
+          if (u(uriPos) === '/') uriPos++;
+          firstPos = 0;
+          continue;
+        }
+      }
+      if (firstPos !== 0) while (u(firstPos) === '/') firstPos++;
+      stack.push(firstPos !== 0 ? firstPos : uriPos);
+      if (a(aliasPos) !== '') {
+        if (a(aliasPos - 1) !== '/') {
+          do aliasPos++; while (a(aliasPos - 1) !== '/' && a(aliasPos) !== '');
+        }
+        while (a(aliasPos) === '/') aliasPos++;
+        if (a(aliasPos) !== '') aliasDepth++;
+      }
+    }
+    if (a(aliasPos) !== '') {
+      const at = aliasDepth - 1;
+      if (stack[at] !== 0) {
+        if (a(aliasPos) !== u(uriPos)) stack[at] = 0;
+        else if (a(aliasPos + 1) === '' && a(aliasPos) !== '/') {
+          // The last alias segment has no trailing '/': the uri segment's parameters are kept.
+          if (u(uriPos + 1) === ';') stack[at] = -(uriPos + 1);
+          else if (u(uriPos + 1) !== '/' && u(uriPos + 1) !== '') stack[at] = 0;
+        }
+      }
+      if (a(aliasPos) !== '/' || u(uriPos) === '/') aliasPos++;
+    }
+    if (u(uriPos) === '/') firstPos = uriPos + 1;
+    map += u(uriPos++);
+  }
+  if (a(aliasPos) !== '') return NO;
+  for (let d = 0; d < aliasDepth; d++) if (stack[d] === 0) return NO;
+  if (aliasDepth < stack.length) {
+    uriPos = stack[aliasDepth]!;
+    if (aliasDepth > 0) {
+      const pos = stack[aliasDepth - 1]!;
+      if (pos < 0) uriPos = -pos;
+    }
+  }
+  if (a(aliasPos - 1) !== '/' && u(uriPos - 1) === '/') uriPos--;
+  return { len: uriPos, map };
+}
+
 /** ap_pregsub: $0-$9 from the match. */
 function regsub(real: string, m: RegExpExecArray): string {
   return real.replace(/\$(\d)|\\(\$)/g, (_x, d: string | undefined, esc: string | undefined) => esc ?? (m[Number(d)] ?? ''));
@@ -241,6 +328,7 @@ function transMatch(r: Request, ent: ProxyAlias, dconf: DirConf): number {
   let useUri = nocanon ? r.unparsedUri.replace(/\?.*$/, '') : r.uri;
   let found: string | undefined;
   let mismatch = false;
+  let servletUri: string | undefined;
   if (r.wantsLog(MOD, APLOG_TRACE1 + 1)) r.log(MOD, APLOG_TRACE1 + 1, `AH03461: attempting to match URI path '${r.uri}' against ${ent.regex ? 'pattern' : 'prefix'} '${fake}' for proxying`);
   if (ent.regex !== undefined) {
     const m = ent.regex.exec(r.uri);
@@ -258,7 +346,13 @@ function transMatch(r: Request, ent: ProxyAlias, dconf: DirConf): number {
       found = sub !== real ? 'proxy:' + sub : 'proxy:' + real + useUri;
     }
   } else {
-    const len = aliasMatch(r.uri, fake);
+    let len: number;
+    if (ent.mapping === 'servlet') {
+      const sm = aliasMatchServlet(r.uri, fake);
+      len = sm.len;
+      if (len !== 0) servletUri = sm.map;
+      nocanon = false; // the servlet normalisation applies instead
+    } else len = aliasMatch(r.uri, fake);
     if (len !== 0) {
       if (real === '!') {
         r.log(MOD, APLOG_TRACE1, `AH03463: proxying is explicitly disabled for URI path '${r.uri}'; declining`);
@@ -283,7 +377,11 @@ function transMatch(r: Request, ent: ProxyAlias, dconf: DirConf): number {
   if (nocanon && !mismatch) r.notes.set('proxy-nocanon', '1');
   if (ent.flags.noquery) r.notes.set('proxy-noquery', '1');
   if (ent.mapping === 'encoded') r.notes.set('proxy-noencode', '1');
-  r.log(MOD, APLOG_TRACE1, `AH03464: URI path '${r.uri}' matches proxy handler '${found}'`);
+  if (servletUri !== undefined) {
+    r.log(MOD, APLOG_TRACE1, `AH10248: Servlet path '${r.uri}' (${servletUri}) matches proxy handler '${found}'`);
+    // <Location> and the other sections then see the path without its parameters.
+    r.uri = servletUri;
+  } else r.log(MOD, APLOG_TRACE1, `AH03464: URI path '${r.uri}' matches proxy handler '${found}'`);
   return OK;
 }
 

@@ -6,7 +6,7 @@ import type { ConfigContext } from '../../../server/config/context.js';
 import type { ServerRec } from '../../../server/server-rec.js';
 import { parseTimeout } from '../../../server/core/config.js';
 import {
-  PROXY_WORKER_STATUS_TABLE, PROXY_WORKER_GENERIC, SCHEME_PORTS, PROXYREQ_PROXY,
+  PROXY_WORKER_STATUS_TABLE, PROXY_WORKER_GENERIC, SCHEME_PORTS, PROXYREQ_NONE, PROXYREQ_REVERSE,
   type ProxyBalancer, type ProxyServerConf, type ProxyWorker, type ProxyWorkerParams, type ProxyWorkerShared, type ProxyReq,
 } from '../../../proxy/api.js';
 
@@ -285,44 +285,49 @@ function lowerSchemeHost(u: string): string {
 }
 
 // ---- URL encoding ----------------------------------------------------------------------------
-const RESERVED: Record<'url' | 'path' | 'query' | 'fragment' | 'user', string> = {
-  url: ":/?#[]@!$&'()*+,;=",
-  path: ":/@!$&'()*+,;=",
-  query: "/?:@!$&'()*+,;=",
-  fragment: "/?:@!$&'()*+,;=",
-  user: "!$&'()*+,;=",
+// httpd's sets (proxy_util.c): characters kept as they are ("allowed") and characters never
+// encoded nor decoded ("reserved"), per part of the URL.
+const ALLOWED: Record<'url' | 'path' | 'query' | 'fragment' | 'user', string> = {
+  url: "$-_.+!*'(),?/:@&=",
+  path: "~$-_.+!*'(),;:@&=",
+  query: "$-_.!*'(),;:@&=",
+  fragment: "$-_.+!*'(),?/:@&=",
+  user: "$-_.+!*'(),;@&=",
 };
-const ALLOWED = '-._~';
+const RESERVED: Record<'url' | 'path' | 'query' | 'fragment' | 'user', string> = {
+  url: '', path: '/', query: '+', fragment: '', user: '',
+};
 
 function isAlnum(c: number): boolean {
   return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
 }
 
-/** ap_proxy_canonenc: re-encodes `x` for the given part; undefined on a bad %-escape or a
- *  character not allowed in a request from a proxy. */
+function hex2(c: number): string {
+  return '%' + c.toString(16).toUpperCase().padStart(2, '0');
+}
+
+/** ap_proxy_canonenc_ex: re-encodes `x` for the given part. A reverse-proxied URL is not
+ *  decoded (its path is r->uri, already decoded: a literal '%' becomes %25) unless forced or
+ *  AllowEncodedSlashes NoDecode asks to keep %2F; other requests have their escapes decoded
+ *  and re-encoded where needed. Strings hold bytes (latin1). undefined on a bad %-escape that had to be decoded. */
 export function canonenc(x: string, type: 'url' | 'path' | 'query' | 'fragment' | 'user', forcedec: boolean, proxyreq: ProxyReq, encodedSlashes = false): string | undefined {
   const reserved = RESERVED[type];
+  const allowed = ALLOWED[type];
+  const decode = forcedec || encodedSlashes || (proxyreq !== PROXYREQ_NONE && proxyreq !== PROXYREQ_REVERSE);
   let out = '';
   for (let i = 0; i < x.length; i++) {
-    const ch = x[i]!;
-    const code = x.charCodeAt(i);
-    if (reserved.includes(ch) && !(encodedSlashes && ch === '/')) { out += ch; continue; }
-    if ((forcedec || proxyreq !== PROXYREQ_PROXY) && ch === '%') {
+    let ch = x.charCodeAt(i);
+    if (reserved.includes(x[i]!)) { out += x[i]; continue; }
+    if (decode && ch === 0x25) {
       const hex = x.slice(i + 1, i + 3);
       if (!/^[0-9A-Fa-f]{2}$/.test(hex)) return undefined;
       const v = parseInt(hex, 16);
-      i += 2;
-      const dc = String.fromCharCode(v);
-      if (v !== 0x2f && reserved.includes(dc)) { out += '%' + hex.toUpperCase(); continue; }
-      if (isAlnum(v) || ALLOWED.includes(dc)) { out += dc; continue; }
-      out += '%' + hex.toUpperCase();
-      continue;
+      if (v !== 0 && reserved.includes(String.fromCharCode(v))) { out += '%' + hex; i += 2; continue; }
+      // NoDecode in a reverse proxy: the escape stays an escape ('%' is encoded below).
+      if (!(encodedSlashes && !forcedec && proxyreq === PROXYREQ_REVERSE)) { ch = v; i += 2; }
     }
-    if (!isAlnum(code) && !ALLOWED.includes(ch) && !(proxyreq === PROXYREQ_PROXY && ch === '%')) {
-      out += '%' + code.toString(16).toUpperCase().padStart(2, '0');
-      continue;
-    }
-    out += ch;
+    const c = String.fromCharCode(ch);
+    out += !isAlnum(ch) && !allowed.includes(c) ? hex2(ch) : c;
   }
   return out;
 }
