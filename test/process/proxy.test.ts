@@ -155,7 +155,7 @@ test('reverse proxy to a Node backend, its errors, and HTTPS backends with bad c
       const log = fs.readFileSync(site.errorLog, 'latin1');
       return log.includes('AH00957: http: attempt to connect to 127.0.0.1:9') && log.includes('AH01114: HTTP: failed to make connection to backend: 127.0.0.1')
         && log.includes('AH01102: error reading status line from remote server 127.0.0.1') && log.includes('AH02411: SSL Proxy: Peer certificate does not match for hostname localhost')
-        && log.includes('AH01110: Network error reading response') && log.includes('Corrupt status line returned by remote server: HTTP/9.9 200 OK');
+        && log.includes('(70008)Partial results are valid but processing is incomplete: [client 127.0.0.1') && log.includes('AH01110: error reading response') && log.includes('Corrupt status line returned by remote server: HTTP/9.9 200 OK');
     }, 10000);
   } finally {
     await run.stop();

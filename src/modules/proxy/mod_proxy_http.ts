@@ -59,7 +59,7 @@ function canon(r: Request, url: string): number {
       if (enc === undefined) return 400;
       path = enc;
     }
-    if (!r.notes.has('proxy-noquery')) search = r.args;
+    search = r.args; // httpd's canon_handler ignores the noquery note (only ajp reads it)
   }
   const sport = nl.port !== def ? `:${nl.port}` : '';
   const host = nl.host.includes(':') && !nl.host.startsWith('[') ? `[${nl.host}]` : nl.host;
@@ -130,7 +130,7 @@ async function buildRequest(q: Req): Promise<{ head: string; body: 'none' | 'cl'
   h.unset('Keep-Alive');
   h.unset('Upgrade');
   h.unset('TE');
-  if (q.force10) h.unset('Trailer');
+  h.unset('Trailer');
   let host: string;
   if (dconf.preserveHost !== true) {
     const bare = q.host.replace(/^\[|\]$/g, '');
@@ -334,7 +334,7 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
       return api.proxyError(r, 502, 'Error reading from remote server');
     }
     if (line === null || line === '') {
-      r.log(MOD, APLOG_ERR, `AH01102: error reading status line from remote server ${conn.hostname}:${conn.port}`, { code: 70014, text: 'End of file found' });
+      r.log(MOD, APLOG_ERR, `AH01102: error reading status line from remote server ${conn.hostname}:${conn.port}`, { code: 20014, text: 'Internal error (specific information not available)' });
       conn.close = true;
       return api.proxyError(r, 502, 'Error reading from remote server');
     }
@@ -372,7 +372,9 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
           if (res.kind === 'error') { bad = true; break; }
           if (res.kind === 'body') {
             r.log(MOD, APLOG_WARNING, res.sawHeaders ? `AH01098: Starting body due to bogus non-header in headers returned by ${r.uri} (${r.method})` : `AH01099: No HTTP headers returned by ${r.uri} (${r.method})`);
-            keptLine = hl + '\r\n';
+            // httpd keeps the length of the bogus line (pread_len) but not the line: the
+            // body starts with the line after it.
+            if (!res.sawHeaders) keptLine = hl + '\r\n';
             break;
           }
           r.log(MOD, APLOG_WARNING, `AH01100: Ignoring bogus HTTP header returned by ${r.uri} (${r.method})`);
@@ -420,7 +422,8 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
         const v = `${Math.floor(r.protoNum / 1000)}.${r.protoNum % 1000} ${sn}${q.serverPortStr}`;
         r.headersOut.add('Via', via(sconf) === 'full' ? `${v} (${VIA_BANNER})` : v);
       }
-      if (major < 1 || minor < 1) { conn.close = true; r.connection.keepAlive = false; }
+      // httpd closes the backend connection (its conn_rec, origin), not the client's.
+      if (major < 1 || minor < 1) conn.close = true;
       const interim = proxyStatus >= 100 && proxyStatus < 200;
       if (interim && proxyStatus !== 101) {
         // proxy-interim-response: RFC forwards every interim response (a 100 Continue even
@@ -608,19 +611,25 @@ async function sendBody(q: Req, rd: BackendReader, te: string | undefined, statu
       const buckets = [...pieces.map((x) => dataBucket(x)), ...data.map((x) => dataBucket(x))];
       pieces.length = 0;
       const finished = (f.kind === 'length' && left <= 0) || (dec !== null && dec.done);
+      // Without a Content-Length from the backend, httpd passes what it read on (with a flush
+      // when the backend has nothing more ready) before the end of the body comes: the client
+      // gets the body chunked, and the backend's trailers are not merged into headers long sent.
+      const unsized = f.kind !== 'length';
       if (finished) {
-        if (dec !== null) for (const [n, v] of dec.trailers) r.headersOut.add(n, v);
-        await r.write([...buckets, EOS]);
+        if (unsized && buckets.length > 0) await r.write([...buckets, FLUSH]);
+        await r.write(unsized ? [EOS] : [...buckets, EOS]);
         api.countBytes(q.worker, 0, received);
         return OK;
       }
-      if (buckets.length > 0) await r.write(first ? buckets : [...buckets, ...(q.worker.params.flushpackets === 'on' ? [FLUSH] : [])]);
+      if (buckets.length > 0) await r.write(first && !unsized ? buckets : [...buckets, ...(unsized || q.worker.params.flushpackets === 'on' ? [FLUSH] : [])]);
       first = false;
     }
   } catch (e) {
     conn.close = true;
     if (e instanceof ChunkError) r.log(MOD, APLOG_ERR, 'AH02475: Response chunk/line was too large to parse');
-    else r.log(MOD, APLOG_ERR, 'AH01110: Network error reading response', e instanceof ProxyIoError && e.kind === 'timeout' ? { code: 70007, text: 'The timeout specified has expired' } : { code: 70014, text: 'End of file found' });
+    else if (e instanceof ProxyIoError && e.kind === 'timeout') r.log(MOD, APLOG_ERR, 'AH01110: Network error reading response', { code: 70007, text: 'The timeout specified has expired' });
+    // A body cut short by the backend: httpd's HTTP_IN filter reports APR_INCOMPLETE.
+    else r.log(MOD, APLOG_ERR, 'AH01110: error reading response', { code: 70008, text: 'Partial results are valid but processing is incomplete' });
     api.countBytes(q.worker, 0, received);
     if (!r.headersSent) {
       // Nothing went out yet: the error response can still be the status.

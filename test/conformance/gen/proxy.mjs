@@ -119,11 +119,13 @@ bad('worker-bad-ttl', 'ttl=0', [`ProxyPass /app ${B}/echo ttl=0`]);
 
 // ---- ProxyPassReverse and cookies -------------------------------------------------------------
 
-const loc = (target) => `/app/resp?status=302&h=Location:%20${encodeURIComponent(target)}`;
+/** Query values keep ':' and '/' literal so that the ports in them are normalised in logs. */
+const q = (v) => encodeURIComponent(v).replace(/%3A/g, ':').replace(/%2F/g, '/');
+const loc = (target) => `/app/resp?status=302&h=Location:%20${q(target)}`;
 c('reverse-location', 'ProxyPassReverse rewrites Location, Content-Location and URI that point into the backend',
   [`ProxyPass /app ${B}`, `ProxyPassReverse /app ${B}`],
   [get(loc('http://127.0.0.1:@PORT2@/echo/x?y=1')),
-    get('/app/resp?status=200&h=Content-Location:%20http%3A%2F%2F127.0.0.1%3A@PORT2@%2Fdoc.en&h=URI:%20http%3A%2F%2F127.0.0.1%3A@PORT2@%2Fdoc')]);
+    get('/app/resp?status=200&h=Content-Location:%20http://127.0.0.1:@PORT2@/doc.en&h=URI:%20http://127.0.0.1:@PORT2@/doc')]);
 c('reverse-other-host', 'a Location to another server is left alone',
   [`ProxyPass /app ${B}`, `ProxyPassReverse /app ${B}`], [get(loc('http://elsewhere.example/x'))]);
 c('reverse-relative', 'a relative Location from the backend is left as it is',
@@ -136,8 +138,8 @@ c('reverse-vhost-port', 'the rewritten Location names the front server (ServerNa
   [`ProxyPass /app ${B}`, `ProxyPassReverse /app ${B}`], [get(loc('http://127.0.0.1:@PORT2@/x'), [['Host', 'front.example:8080']])]);
 c('reverse-refresh-not-rewritten', 'headers other than Location, Content-Location, URI and Destination are not rewritten',
   [`ProxyPass /app ${B}`, `ProxyPassReverse /app ${B}`],
-  [get('/app/resp?status=200&h=Refresh:%200%3Burl%3Dhttp%3A%2F%2F127.0.0.1%3A@PORT2@%2Fx&h=Link:%20%3Chttp%3A%2F%2F127.0.0.1%3A@PORT2@%2Fs.css%3E')]);
-const cookie = (...vals) => '/app/resp?status=200' + vals.map((v) => '&h=' + encodeURIComponent('Set-Cookie: ' + v)).join('');
+  [get('/app/resp?status=200&h=Refresh:%200%3Burl%3Dhttp://127.0.0.1:@PORT2@/x&h=Link:%20%3Chttp://127.0.0.1:@PORT2@/s.css%3E')]);
+const cookie = (...vals) => '/app/resp?status=200' + vals.map((v) => '&h=' + q('Set-Cookie: ' + v)).join('');
 c('cookie-domain-path', 'ProxyPassReverseCookieDomain and ProxyPassReverseCookiePath rewrite Set-Cookie domain and path',
   [`ProxyPass /app ${B}`, 'ProxyPassReverseCookieDomain backend.example front.example', 'ProxyPassReverseCookiePath /echo /app'],
   [get(cookie('a=1; Domain=backend.example; Path=/echo/sub', 'b=2; path=/echo; domain=other.example', 'c=3; Path=/elsewhere'))]);

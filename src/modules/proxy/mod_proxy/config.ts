@@ -9,6 +9,7 @@ import { NOT_IN_DIR_CONTEXT, NOT_IN_DIRECTORY, NOT_IN_FILES, NOT_IN_HTACCESS } f
 import { compileWildcard, isWildcard } from '../../../server/core/sections.js';
 import { parseTimeout } from '../../../server/core/config.js';
 import type { ServerRec } from '../../../server/server-rec.js';
+import { APLOG_WARNING } from '../../../server/log/levels.js';
 import { ACCESS_CONF, OR_ALL, PROXY_CONF } from '../../../server/module.js';
 import type {
   ProxyAlias, ProxyBalancer, ProxyBadHeader, ProxyReverseAlias, ProxyStatusOpt, ProxyVia, ProxyWorker,
@@ -98,7 +99,9 @@ export function mergeServerConfig(base: Readonly<ServerConf>, add: Readonly<Serv
   const inherit = add.inherit ?? base.inherit ?? true;
   return {
     proxies: ppinherit ? [...base.proxies, ...add.proxies] : [...add.proxies],
-    aliases: ppinherit ? [...add.aliases, ...base.aliases] : [...add.aliases],
+    // httpd 2.4.71 appends the main server's ProxyPass list before the vhost's whatever
+    // ProxyPassInherit says (merge_proxy_config; measured): the main server's mappings win.
+    aliases: [...base.aliases, ...add.aliases],
     noproxies: [...base.noproxies, ...add.noproxies],
     dirconn: [...base.dirconn, ...add.dirconn],
     // httpd inherits the main server's workers and balancers when either BalancerInherit or
@@ -228,7 +231,9 @@ export function addPass(isRegex: boolean) {
     // (ap_proxy_de_socketfy in add_pass), found again by name when a request maps to it.
     const realUrl = deSocketfyUrl(real);
     if (realUrl === undefined || (/^unix:/i.test(real) && !real.includes('|'))) return 'ProxyPass|ProxyPassMatch uses an invalid "unix:" URL';
-    if (loc !== undefined && (isWildcard(fake) || cmd.scope.parents[cmd.scope.parents.length - 1] === '<LocationMatch')) useRegex = true;
+    // In a <Location>/<LocationMatch>, httpd compiles the section's path as a regex only when it
+    // has wildcard characters (apr_fnmatch_test): <LocationMatch "^/x/"> is a literal prefix.
+    if (loc !== undefined && isWildcard(fake)) useRegex = true;
     let regex: RegExp | undefined;
     if (useRegex) {
       try { regex = new RegExp(fake); } catch { return 'Regular expression could not be compiled.'; }
@@ -248,9 +253,15 @@ export function addPass(isRegex: boolean) {
         const existing = cmd.srv.workers.find((w) => w.name === probe.name && w.udsName === probe.udsName);
         if (existing !== undefined) {
           worker = existing;
+          for (const [k, v] of params) {
+            cmd.log('proxy', APLOG_WARNING, `AH01146: Ignoring parameter '${k}=${v}' for worker '${existing.name}' because of worker sharing`);
+          }
         } else {
           cmd.srv.workers.push(probe);
           worker = probe;
+          // A ProxyPassMatch URL with $n substitutions does not reuse connections unless
+          // enablereuse=on says so (ap_proxy_define_worker_ex).
+          if (useRegex && real.includes('$')) probe.params.disablereuse = true;
           for (const [k, v] of params) {
             const e = setWorkerParam(cmd.ctx, cmd.server, probe, k, v);
             if (e !== undefined) return `ProxyPass ${e}`;
@@ -297,8 +308,8 @@ export function proxySection(isMatch: boolean) {
     if (err) return err;
     const endp = raw;
     const words = splitWords(endp);
-    if (words.length === 0 || words[0] === '') return `<${cmd.name.slice(1)}> block must specify a path`;
-    let path = words[0]!;
+    // `<Proxy>` without an argument is accepted by httpd (its path is the empty string).
+    let path = words[0] ?? '';
     let regex: RegExp | undefined;
     let rest = words.slice(1);
     if (!isMatch && path === '~') {
@@ -386,29 +397,27 @@ export function addMember(cmd: Cmd, raw: string): string | undefined {
 /** ProxySet [url] key=value ... (set_proxy_param). */
 export function proxySet(cmd: Cmd, raw: string): string | undefined {
   const words = splitWords(raw);
-  let name = sectionUrl(cmd);
-  const params: string[] = [];
-  for (const w of words) {
-    if (name === undefined && !w.includes('=')) name = w;
-    else params.push(w);
-  }
-  if (params.length === 0) return 'Set Proxy parameter without parameters';
-  if (name === undefined) return 'ProxySet needs a path when not defined in a location';
-  if (/^balancer:/i.test(name)) {
+  // In a <Proxy> section the section names the worker or balancer; elsewhere the first word
+  // does, whatever it looks like, and it must exist already (set_proxy_param).
+  const section = sectionUrl(cmd);
+  const name = section ?? words.shift() ?? '';
+  if (/^balancer:\/\//i.test(name)) {
+    if (findBalancer(cmd.srv, name) === undefined && section === undefined) return `ProxySet can not find '${name}' Balancer.`;
     const b = balancerFor(cmd, name, '/');
-    for (const kv of params) {
+    for (const kv of words) {
       const eq = kv.indexOf('=');
-      if (eq <= 0) return 'Invalid ProxySet parameter. Parameter must be in the form \'key=value\'';
+      if (eq < 0) return 'Invalid ProxySet parameter. Parameter must be in the form \'key=value\'';
       const e = setBalancerParam(cmd.ctx, b, kv.slice(0, eq), kv.slice(eq + 1));
       if (e !== undefined) return `ProxySet: ${e} ${kv.slice(0, eq)}=${kv.slice(eq + 1)}; ${b.name}`;
     }
     return undefined;
   }
+  if (findWorker(undefined, cmd.srv, name) === undefined && section === undefined) return `ProxySet can not find '${name}' Worker.`;
   const w = workerFor(cmd, name);
   if (typeof w === 'string') return `ProxySet ${w}`;
-  for (const kv of params) {
+  for (const kv of words) {
     const eq = kv.indexOf('=');
-    if (eq <= 0) return 'Invalid ProxySet parameter. Parameter must be in the form \'key=value\'';
+    if (eq < 0) return 'Invalid ProxySet parameter. Parameter must be in the form \'key=value\'';
     const e = setWorkerParam(cmd.ctx, cmd.server, w, kv.slice(0, eq), kv.slice(eq + 1));
     if (e !== undefined) return `ProxySet: ${e} ${kv.slice(0, eq)}=${kv.slice(eq + 1)}; ${w.name}`;
   }
@@ -517,9 +526,9 @@ export function setSize(field: 'ioBufferSize' | 'recvBufferSize', msg: string) {
 }
 
 export function setMaxForwards(cmd: Cmd, arg: string): string | undefined {
+  // atol, as httpd: a value that is not a number is 0.
   const n = parseInt(arg, 10);
-  if (Number.isNaN(n)) return 'ProxyMaxForwards must be a number';
-  cmd.srv.maxfwd = n;
+  cmd.srv.maxfwd = Number.isNaN(n) ? 0 : n;
   return undefined;
 }
 

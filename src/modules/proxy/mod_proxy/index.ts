@@ -80,7 +80,15 @@ async function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWo
     bc.hostname = w.hostname.replace(/^\[|\]$/g, '');
     bc.port = w.port;
   }
-  void conf;
+  // ProxyBlock (ap_proxy_checkproxyblock2): a listed name found anywhere in the URL's host,
+  // or "*". DIFFERENCE: the IP-address comparison (names resolved at startup) is not made.
+  const host = nl.host.replace(/^\[|\]$/g, '');
+  for (const name of conf.noproxies) {
+    if (host.includes(name) || name.startsWith('*')) {
+      r.log(MOD, APLOG_WARNING, `AH00916: connect to remote machine ${host} blocked: name ${name} matched`);
+      return proxyError(r, 403, 'Connect to remote machine blocked');
+    }
+  }
   return OK;
 }
 

@@ -64,7 +64,7 @@ export function makeWorker(rawUrl: string, balancer: ProxyBalancer | undefined, 
   // "unix:/path|http:" names no host: the worker's is "localhost" (ap_proxy_define_worker_ex).
   const url = uds !== undefined && /^[A-Za-z][A-Za-z0-9+.-]*:(\/\/)?$/.test(ds.url) ? ds.url.replace(/:(\/\/)?$/, '://localhost') : ds.url;
   const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(\[[^\]]*\]|[^/:?#]*)(?::(\d*))?([^]*)$/.exec(url);
-  if (m === null) return `Unable to parse URL: ${rawUrl}`;
+  if (m === null) return /^[A-Za-z][A-Za-z0-9+.-]*:\/\/\[?$/.test(url) ? `Unable to parse URL: ${rawUrl}` : `URL must be absolute!: ${rawUrl}`;
   const scheme = m[1]!.toLowerCase();
   const host = m[2]!.toLowerCase();
   if (host === '' && uds === undefined && !scheme.startsWith('balancer')) return `URL must be absolute!: ${rawUrl}`;
