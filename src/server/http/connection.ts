@@ -396,6 +396,7 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
    *  the socket's own cork (a writev of several chunks, a string among them). */
   cork(): void { this.corked++; }
   uncork(): void {
+    if (this.corked === 0) return; // released early by endConnection
     if (--this.corked === 0 && this.held.length > 0) this.release();
   }
   private release(): void {
@@ -1114,6 +1115,9 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
     this.buf = EMPTY;
     if (this.socket.destroyed) { this.clearTimer(); return; }
     if (this.socket.isPaused()) this.socket.resume();
+    // What the core output filter still holds (a response cut short, ap_proxy_backend_broke)
+    // leaves before the end, as httpd writes what it set aside before closing.
+    if (this.corked > 0) { this.corked = 0; this.release(); }
     this.flushTurn();
     this.socket.end();
     // Lingering close: give the client a moment to read the response, then drop it.
