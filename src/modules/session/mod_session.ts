@@ -20,6 +20,7 @@ import {
 } from '../../server/module.js';
 import type { CmdParms } from '../../server/config/cmd.js';
 import type { Request } from '../../server/request/request.js';
+import type { ConfigContext } from '../../server/config/context.js';
 import { FTYPE_CONTENT_SET, type FilterSpec } from '../../server/filters.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_TRACE2, APLOG_WARNING } from '../../server/log/levels.js';
 import { escapeUrlencoded, strtokAll, unescapeUrlencoded } from '../../lib/urlencoded.js';
@@ -113,18 +114,20 @@ function included(r: Request, conf: SessionDir): boolean {
   return inc;
 }
 
-function stores(r: Request): SessionStore[] {
-  const ctx = r.rt.ctx;
-  const out: SessionStore[] = [];
-  for (const n of ctx.providerNames('session_store')) { const p = ctx.provider('session_store', n); if (p !== undefined) out.push(p); }
-  return out;
-}
+/** The store and codec providers of a configuration, looked up once per configuration
+ *  generation rather than on every load. */
+const providersOf = new WeakMap<ConfigContext, { stores: SessionStore[]; codecs: SessionCodec[] }>();
 
-function codecs(r: Request): SessionCodec[] {
+function providers(r: Request): { stores: SessionStore[]; codecs: SessionCodec[] } {
   const ctx = r.rt.ctx;
-  const out: SessionCodec[] = [];
-  for (const n of ctx.providerNames('session_codec')) { const p = ctx.provider('session_codec', n); if (p !== undefined) out.push(p); }
-  return out;
+  let p = providersOf.get(ctx);
+  if (p === undefined) {
+    p = { stores: [], codecs: [] };
+    for (const n of ctx.providerNames('session_store')) { const x = ctx.provider('session_store', n); if (x !== undefined) p.stores.push(x); }
+    for (const n of ctx.providerNames('session_codec')) { const x = ctx.provider('session_codec', n); if (x !== undefined) p.codecs.push(x); }
+    providersOf.set(ctx, p);
+  }
+  return p;
 }
 
 /** ap_session_load: status 0 with the session (undefined where sessions are off). */
@@ -136,7 +139,7 @@ async function sessionLoad(r: Request): Promise<{ status: number; z: SessionRec 
     return { status: 0, z: undefined };
   }
   let found: { rv: number; z?: SessionRec } = { rv: DECLINED };
-  for (const s of stores(r)) { found = await s.load(r); if (found.rv !== DECLINED) break; }
+  for (const s of providers(r).stores) { found = await s.load(r); if (found.rv !== DECLINED) break; }
   if (found.rv === DECLINED) {
     r.log('session', APLOG_WARNING, `AH01815: session is enabled but no session modules have been configured, session not loaded: ${r.uri}`);
     return { status: APR_GENERAL, z: undefined };
@@ -150,7 +153,7 @@ async function sessionLoad(r: Request): Promise<{ status: number; z: SessionRec 
   if (z !== undefined) {
     let rv = OK;
     // Run-all: the codecs first (they undo their encoding), the identity decoder really last.
-    for (const c of codecs(r)) { const v = await c.decode(r, z); if (v !== OK && v !== DECLINED) { rv = v; break; } }
+    for (const c of providers(r).codecs) { const v = await c.decode(r, z); if (v !== OK && v !== DECLINED) { rv = v; break; } }
     if (rv === OK) identityDecode(z);
     else {
       r.log('session', APLOG_ERR, `AH01817: error while decoding the session, session not loaded: ${r.uri}`, aprStatusError(rv));
@@ -195,7 +198,7 @@ async function sessionSave(r: Request, z: SessionRec | undefined): Promise<numbe
   if (!z.dirty && z.maxage === 0) return 0;
   // Run-all: the identity encoder really first, then the codecs.
   identityEncode(z);
-  for (const c of codecs(r)) {
+  for (const c of providers(r).codecs) {
     const v = await c.encode(r, z);
     if (v !== OK && v !== DECLINED) {
       r.log('session', APLOG_ERR, `AH01820: error while encoding the session, session not saved: ${r.uri}`);
@@ -203,7 +206,7 @@ async function sessionSave(r: Request, z: SessionRec | undefined): Promise<numbe
     }
   }
   let rv = DECLINED;
-  for (const s of stores(r)) { rv = await s.save(r, z); if (rv !== DECLINED) break; }
+  for (const s of providers(r).stores) { rv = await s.save(r, z); if (rv !== DECLINED) break; }
   if (rv === DECLINED) {
     r.log('session', APLOG_WARNING, `AH01821: session is enabled but no session modules have been configured, session not saved: ${r.uri}`);
     return APR_GENERAL;
