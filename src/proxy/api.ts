@@ -63,6 +63,15 @@ export const PROXY_WORKER_NOT_USABLE_BITMAP =
 export function workerIsUsable(w: ProxyWorker): boolean {
   return (w.s.status & PROXY_WORKER_NOT_USABLE_BITMAP) === 0 && (w.localStatus & PROXY_WORKER_INITIALIZED) !== 0;
 }
+/** ap_proxy_parse_wstatus: the names of the worker's status flags, "??? " when none, then
+ *  "Ok " when it is usable (the balancer-manager page, mod_proxy's status section). */
+export function parseWorkerStatus(w: ProxyWorker): string {
+  let out = '';
+  for (const e of PROXY_WORKER_STATUS_TABLE) if ((w.s.status & e.bit) !== 0) out += e.name + ' ';
+  if (out === '') out = '??? ';
+  if (workerIsUsable(w)) out += 'Ok ';
+  return out;
+}
 export function workerIsStandby(w: ProxyWorker): boolean { return (w.s.status & PROXY_WORKER_HOT_STANDBY) !== 0; }
 export function workerIsSpare(w: ProxyWorker): boolean { return (w.s.status & PROXY_WORKER_HOT_SPARE) !== 0; }
 export function workerIsDrain(w: ProxyWorker): boolean { return (w.s.status & PROXY_WORKER_DRAIN) !== 0; }

@@ -5,7 +5,8 @@
 // table-less page. ExtendedStatus (On by default once mod_status is loaded) adds the totals
 // and the per-slot table. Layout, field names and number formats measured on Apache 2.4.71
 // with the event MPM; numbers go through APR's own printf conversions (apr_snprintf's
-// %g prints ".5", not "0.5") on the single-precision values httpd computes.
+// %g prints ".5", not "0.5") on the single-precision values httpd computes. Other modules add
+// their sections through the status hook (src/server/status-hook.ts), as httpd's status_hook.
 
 import * as os from 'node:os';
 import {
@@ -21,6 +22,7 @@ import { escapeHtml } from '../../server/http/response.js';
 import { getServerName } from '../../server/core/server-name.js';
 import { BUILT, serverBanner } from '../../server/version.js';
 import { kept } from '../../server/kept-shapes.js';
+import { AP_STATUS_EXTENDED, AP_STATUS_NOTABLE, AP_STATUS_SHORT, runStatusHooks } from '../../server/status-hook.js';
 import {
   scoreboard, attachScoreboardFromEnv, attachInProcess, detachScoreboard, newSlotView,
   type ScoreboardImage,
@@ -638,6 +640,9 @@ function renderStatus(out: { put(s: string): void }, r: Request, img: Scoreboard
   } else if (!short) {
     put('<hr />To obtain a full report with current status information you need to use the <code>ExtendedStatus On</code> directive.\n');
   }
+
+  // The other modules' sections (ap_run_status_hook: mod_proxy's balancers).
+  runStatusHooks(r, (short ? AP_STATUS_SHORT : 0) | (opts.notable ? AP_STATUS_NOTABLE : 0) | (extended ? AP_STATUS_EXTENDED : 0), put);
 
   if (!short) {
     put(r.rt.signature(r, '<hr />\n'));

@@ -28,6 +28,7 @@ import {
 import {
   canonenc, canonNetloc, deSocketfy, findBalancer, findWorker, makeWorker, portOfScheme, setWorkerParam, setWorkerStatus, workerStatusString,
 } from './workers.js';
+import { proxyStatusHook } from './status.js';
 import { acquire, BackendConn, connectSocket, makeReader, release, retryWorker, takeOut, tunnel } from './conn.js';
 
 const MOD = 'proxy';
@@ -737,7 +738,10 @@ const decl: ModuleDecl<ServerConf, DirConf> = {
       return undefined;
     },
   },
-  providers: [{ group: 'proxy_api', name: 'mod_proxy', version: '0', provider: api }],
+  providers: [
+    { group: 'proxy_api', name: 'mod_proxy', version: '0', provider: api },
+    { group: 'status_hook', name: 'mod_proxy', version: '0', provider: proxyStatusHook((r) => proxy.server(r.server)) },
+  ],
 };
 
 export const proxy = defineModule(decl);

@@ -12,10 +12,11 @@ import { escapeUri } from '../../../server/util-script.js';
 import { BUILT, serverBanner } from '../../../server/version.js';
 import { globals } from '../../../server/core/globals.js';
 import {
-  PROXY_WORKER_STATUS_TABLE, PROXY_WORKER_DISABLED, PROXY_WORKER_DRAIN, PROXY_WORKER_HOT_SPARE, PROXY_WORKER_HOT_STANDBY,
+  parseWorkerStatus as statusString, PROXY_WORKER_STATUS_TABLE, PROXY_WORKER_DISABLED, PROXY_WORKER_DRAIN, PROXY_WORKER_HOT_SPARE, PROXY_WORKER_HOT_STANDBY,
   PROXY_WORKER_IGNORE_ERRORS, PROXY_WORKER_STOPPED, PROXY_WORKER_HC_FAIL, PROXY_WORKER_INITIALIZED,
   workerIsUsable, type HcMethod, type ProxyApi, type ProxyBalancer, type ProxyServerConf, type ProxyWorker,
 } from '../../../proxy/api.js';
+import { strfsize } from '../../../lib/apr-strings.js';
 import { flushAll } from './shared.js';
 import { apiOf, extra, serverState, shareWorker, stateOf, syncBalancer } from './state.js';
 
@@ -30,35 +31,9 @@ function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
-/** apr_strfsize: "  0 ", "973 ", "1.0K", " 12M"... */
-export function strfsize(size: number): string {
-  if (size < 0) return '  - ';
-  if (size < 973) return `${String(Math.trunc(size)).padStart(3)} `;
-  const ord = 'KMGTPE';
-  let o = 0;
-  let n = Math.trunc(size);
-  for (;;) {
-    let remain = n % 1024;
-    n = Math.floor(n / 1024);
-    if (n >= 973) { o++; continue; }
-    if (n < 9 || (n === 9 && remain < 973)) {
-      remain = Math.trunc((remain * 5 + 256) / 512);
-      if (remain >= 10) { n++; remain = 0; }
-      return `${n}.${remain}${ord[o]}`;
-    }
-    if (remain >= 512) n++;
-    return `${String(n).padStart(3)}${ord[o]}`;
-  }
-}
-
-/** ap_proxy_parse_wstatus: the flags' names, "??? " when none, then "Ok " when usable. */
-export function statusString(w: ProxyWorker): string {
-  let out = '';
-  for (const e of PROXY_WORKER_STATUS_TABLE) if ((w.s.status & e.bit) !== 0) out += e.name + ' ';
-  if (out === '') out = '??? ';
-  if (workerIsUsable(w)) out += 'Ok ';
-  return out;
-}
+// apr_strfsize and ap_proxy_parse_wstatus are shared with mod_proxy's status section.
+export { strfsize } from '../../../lib/apr-strings.js';
+export { parseWorkerStatus as statusString } from '../../../proxy/api.js';
 
 function atoi(s: string): number {
   const m = /^\s*([+-]?\d+)/.exec(s);
