@@ -487,13 +487,14 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
         continue;
       }
     } else {
-      // An HTTP/0.9 response: the line is body.
+      // An HTTP/0.9 response: the line is body, without its line end (httpd puts back the
+      // line as read, CRLF stripped: measured on 2.4.71, "HTTP/1.1 abc Broken" + the rest).
       backasswards = true;
       proxyStatus = 200;
       r.status = 200;
       r.statusLine = '200 OK';
       conn.close = true;
-      keptLine = line + '\n';
+      keptLine = line;
     }
 
     // ProxyErrorOverride: the backend's error body is dropped, our own error page is sent.

@@ -60,7 +60,7 @@ function maxKeepAliveRequests(cmd: Cmd, arg: string): string | undefined {
 
 /** ap_send_http_trace: echo the request as message/http (a map_to_storage hook, so no
  *  access control applies), unless TraceEnable off (405 with an empty Allow). */
-async function sendHttpTrace(r: Request): Promise<number> {
+export async function sendHttpTrace(r: Request): Promise<number> {
   if (r.method !== 'TRACE') return DECLINED;
   let o: Request = r;
   while (o.prev) o = o.prev;

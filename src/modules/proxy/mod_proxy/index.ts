@@ -15,7 +15,9 @@ import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, APLOG_TRACE1, APLOG_WARNING } from 
 import { coreDir, coreServer } from '../../../server/core/config.js';
 import { serverBase, sectionsWalk } from '../../../server/request/walk.js';
 import { globals } from '../../../server/core/globals.js';
-import type { Brigade } from '../../../server/filters.js';
+import { EOS, type Brigade } from '../../../server/filters.js';
+import { sendHttpTrace } from '../../../server/http/http-core.js';
+import { noMethodsAllow } from '../../../server/core/core-hooks.js';
 import {
   PROXYREQ_NONE, PROXYREQ_PROXY, PROXYREQ_REVERSE, PROXY_WORKER_IN_ERROR,
   type ProxyApi, type ProxyConn, type ProxyServerConf, type ProxyWorker, type ProxyDirConf, type ProxyAlias, type ProxyBalancer,
@@ -565,9 +567,17 @@ async function proxyHandler(r: Request): Promise<number> {
     }
     const n = Number(mf);
     if (n === 0) {
-      if (r.method === 'TRACE' || r.method === 'OPTIONS') {
+      // The request ends here: httpd answers TRACE and OPTIONS itself (ap_send_http_trace,
+      // ap_send_http_options: the Allow list of a request no handler declared methods for).
+      if (r.method === 'TRACE') {
         r.proxyreq = PROXYREQ_NONE;
-        return DECLINED;
+        return sendHttpTrace(r);
+      }
+      if (r.method === 'OPTIONS') {
+        r.proxyreq = PROXYREQ_NONE;
+        r.headersOut.set('Allow', noMethodsAllow(r));
+        await r.write([EOS]);
+        return DONE;
       }
       return proxyError(r, 400, 'Max-Forwards has reached zero - proxy loop?');
     }
