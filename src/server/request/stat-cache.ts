@@ -8,8 +8,13 @@
 // bytes of all of them arrived. A client that changes a file and then begins its request is
 // read in a later turn than any answer taken before the change. So: the turn count goes up
 // once per turn (in the check phase that follows the reads); an answer is kept only when taken
-// while a socket read is being handled, and records the turn; a request records the turn it was
-// read in; an answer serves a request only when its turn is not before the request's.
+// between the turn's first socket read and that check phase (while a read is handled, or in the
+// promise continuations and other callbacks that follow it in the same poll phase: all of it
+// after epoll reported the turn's bytes), and records the turn; a request records the turn it
+// was read in; an answer serves a request only when its turn is not before the request's.
+// The continuations matter for the work a request does after an await: mod_include's
+// `#include virtual` subrequests walk their paths there, and share those walks with the other
+// requests of the turn as the main requests share theirs.
 // Under concurrency the requests read in one turn share their stat() calls (the .htaccess files
 // of a deep path, the file itself); one request alone costs what it did.
 // (libuv asks epoll a second time within one poll phase only when 1,024 events came at once:
@@ -30,8 +35,10 @@ const nextTurn = (): void => {
 };
 
 /** A socket read is being handled (the connection calls this first thing, and readDone() when
- *  the read's synchronous work is done): answers taken in between are kept for this turn's
- *  requests. Work the read left to promises runs after readDone(), as later reads' would. */
+ *  the read's synchronous work is done). From the first read of a turn until the turn count
+ *  goes up (the check phase), answers taken are kept for this turn's requests: the reads of the
+ *  poll phase, the promise continuations they leave (which run before the next callback), and
+ *  the other callbacks of the same poll phase all come after epoll reported the turn's bytes. */
 export function noteRead(): void {
   reading = true;
   if (!bumping) { bumping = true; kept.immediate = setImmediate(nextTurn); }
@@ -41,10 +48,11 @@ export function readDone(): void {
   reading = false;
 }
 
-/** Whether answers taken now are kept for this turn's requests (a socket read is being
- *  handled): what is derived from them may be kept by the same rule (TurnMap). */
+/** Whether answers taken now are kept for this turn's requests (a socket read was handled in
+ *  this turn and the turn count has not gone up since): what is derived from them may be kept
+ *  by the same rule (TurnMap). */
 export function answersKept(): boolean {
-  return reading;
+  return reading || bumping;
 }
 
 /** The turn now: a request records it when it is read (Request.readSeq). */
@@ -90,7 +98,7 @@ function cached(map: TurnMap<string, Answer>, p: string, since: number, follow: 
   // Errors other than a missing file are thrown, and not kept.
   const path = fsPath(p);
   const st = follow ? fs.statSync(path, { throwIfNoEntry: false }) : fs.lstatSync(path, { throwIfNoEntry: false });
-  if (reading) map.set(p, { at: turn, st });
+  if (reading || bumping) map.set(p, { at: turn, st });
   if (st !== undefined) kept.stats = st;
   return st;
 }

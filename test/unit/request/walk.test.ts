@@ -211,6 +211,26 @@ test('a walk serves the other requests of its turn on the same path, and not a l
   }
 });
 
+test("a walk made in a read's continuations (a subrequest after an await) serves its turn; one made with no read in the turn is not kept", async () => {
+  const rt = await runtime([[`<Directory "@ROOT@/htdocs/a">`, 'a']]);
+  await new Promise((resolve) => setImmediate(resolve));
+  noteRead();
+  readDone();
+  await Promise.resolve();
+  const first = walk(rt, '/a/b/f.txt');
+  const second = walk(rt, '/a/b/f.txt');
+  assert.ok(first.r.finfo?.isFile());
+  assert.equal(second.r.finfo, first.r.finfo);
+  assert.equal(second.merged, first.merged);
+  // The turn count has gone up, and no socket was read since: nothing taken now is kept.
+  await new Promise((resolve) => setImmediate(resolve));
+  const third = walk(rt, '/a/b/f.txt');
+  const fourth = walk(rt, '/a/b/f.txt');
+  assert.ok(third.r.finfo?.isFile());
+  assert.notEqual(third.r.finfo, first.r.finfo);
+  assert.notEqual(fourth.r.finfo, third.r.finfo);
+});
+
 const AUTOINDEX_SO = '/usr/lib/apache2/modules/mod_autoindex.so';
 
 test('the sections of a walk are merged with each other first, then onto the server level', { skip: !fs.existsSync(AUTOINDEX_SO) }, async () => {
