@@ -7,9 +7,10 @@ import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tls from 'node:tls';
-import { makeProxyProvider, SslProxyError } from '../../../src/modules/ssl/mod_ssl/proxy.js';
+import { loadMachineCerts, makeProxyProvider, SslProxyError } from '../../../src/modules/ssl/mod_ssl/proxy.js';
 import { createServerConfig } from '../../../src/modules/ssl/mod_ssl/config.js';
 import { ServerRec } from '../../../src/server/server-rec.js';
 import { REPO } from '../../process/process-lib.js';
@@ -86,4 +87,56 @@ test('SSLProxyVerify optional fails like require; optional_no_ca lets an unknown
     const deep = provider((c) => { c.verify = 'require'; c.caFile = path.join(FIX, 'ca.crt'); c.verifyDepth = 1; });
     (await deep.p.connect(deep.s, await socketTo(b.port), 'localhost')).destroy();
   } finally { b.close(); }
+});
+
+/** A backend that asks for a client certificate in the handshake and answers with the
+ *  protocol and the CN of the certificate it got. */
+async function certBackend(): Promise<{ port: number; close(): void }> {
+  const srv = tls.createServer({ cert: read('server.crt'), key: read('server.key'), ca: read('ca.crt'), requestCert: true, rejectUnauthorized: false }, (s) => {
+    s.once('data', () => { s.end(`${s.getProtocol()} ${s.getPeerCertificate().subject?.CN?.toString() ?? '-'}`); });
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  return { port: (srv.address() as net.AddressInfo).port, close: () => srv.close() };
+}
+
+function answer(t: tls.TLSSocket): Promise<string> {
+  return new Promise((resolve) => {
+    let got = '';
+    t.setEncoding('latin1');
+    t.on('data', (d: string) => { got += d; });
+    t.on('end', () => { t.destroy(); resolve(got); });
+    t.write('GET / HTTP/1.1\r\n\r\n');
+  });
+}
+
+test('SSLProxyMachineCertificateFile: the client certificate is sent, over TLS 1.2 unless TLS 1.3 is the only protocol allowed', async () => {
+  const b = await certBackend();
+  try {
+    const { s, p } = provider((c) => { c.machineCertFile = path.join(FIX, 'client.pem'); });
+    assert.equal(await answer(await p.connect(s, await socketTo(b.port), 'localhost')), 'TLSv1.2 client_ok');
+    // Without a machine certificate TLS 1.3 stays on.
+    const bare = provider(() => {});
+    assert.equal(await answer(await bare.p.connect(bare.s, await socketTo(b.port), 'localhost')), 'TLSv1.3 -');
+    const only13 = provider((c) => { c.machineCertFile = path.join(FIX, 'client.pem'); c.protocol = 8; });
+    assert.equal(await answer(await only13.p.connect(only13.s, await socketTo(b.port), 'localhost')), 'TLSv1.3 client_ok');
+  } finally { b.close(); }
+});
+
+test('SSLProxyMachineCertificateFile/Path: the file first, then the directory in name order; lone certificates are issuers; bad keys are startup errors', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-machine-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'a-stranger.pem'), Buffer.concat([read('stranger.crt'), read('stranger.key')]));
+    fs.writeFileSync(path.join(dir, 'b-ca.pem'), read('ca.crt'));
+    const m = loadMachineCerts(path.join(FIX, 'client.pem'), dir);
+    assert.ok(!('message' in m));
+    assert.deepEqual(m.certs.map((c) => /CN=([^\n]*)/.exec(c.x509.subject)?.[1]), ['client_ok', 'stranger']);
+    assert.equal(m.issuers.length, 1);
+    fs.writeFileSync(path.join(dir, 'c-mismatch.pem'), Buffer.concat([read('client.crt'), read('stray.key')]));
+    const bad = loadMachineCerts(undefined, dir);
+    assert.ok('message' in bad && bad.message === 'AH02326: proxy client certificate and private key do not match' && bad.cert !== undefined);
+    fs.rmSync(path.join(dir, 'c-mismatch.pem'));
+    fs.writeFileSync(path.join(dir, 'd-enc.pem'), Buffer.concat([read('server.crt'), read('server-enc.key')]));
+    const enc = loadMachineCerts(undefined, dir);
+    assert.ok('message' in enc && enc.message.startsWith('AH02252: incomplete client cert configured for SSL proxy'));
+  } finally { fs.rmSync(dir, { recursive: true, force: true }); }
 });

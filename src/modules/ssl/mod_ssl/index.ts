@@ -14,7 +14,7 @@ import type { ConnectionLayerProvider } from '../../../server/http/connection-la
 import type { SocacheInstance } from '../../../server/socache.js';
 import { registerLogItem } from '../../loggers/mod_log_config.js';
 import { setSslVarLookup } from '../../metadata/mod_headers.js';
-import { APLOG_DEBUG, APLOG_EMERG, APLOG_NOTICE, APLOG_WARNING, levelFor } from '../../../server/log/levels.js';
+import { APLOG_DEBUG, APLOG_EMERG, APLOG_ERR, APLOG_NOTICE, APLOG_WARNING, levelFor } from '../../../server/log/levels.js';
 import {
   createServerConfig, mergeServerConfig, createDirConfig, mergeDirConfig, checkFile, checkDir, parseProtocol,
   parseVerify, parseDepth, parseCrlCheck, parseOcspCheck, parseOptions, atoi, GLOBAL_ONLY, OPT_LEGACYDNFORMAT,
@@ -27,8 +27,8 @@ import { makeHooks } from './hooks.js';
 import { SslConn, sslVar } from './vars.js';
 import { compileRequire } from './require.js';
 import { makeExprProvider } from './expr.js';
-import { makeProxyProvider } from './proxy.js';
-import { parseUri } from './ocsp.js';
+import { makeProxyProvider, loadMachineCerts } from './proxy.js';
+import { certDetails, parseUri } from './ocsp.js';
 import { Stapler } from './stapling.js';
 
 // ---- per-generation state ------------------------------------------------------------------
@@ -368,6 +368,8 @@ async function postConfig(ctx: ConfigContext): Promise<string | undefined> {
   const holder = ctx.getScratch<{ v: SslState | undefined }>('ssl:state', () => ({ v: undefined }));
   const main = self.server(ctx.mainServer) ?? createServerConfig();
   const dirVerify = dirVerifyServers(ctx);
+  const machineFailed = checkMachineCerts(ctx);
+  if (machineFailed !== undefined) return machineFailed;
   const built = buildContexts(ctx, (s) => self.server(s) ?? createServerConfig(),
     (s) => dirVerify.has(s) || dirVerify.has(ctx.mainServer), ticketKeys(ctx));
   if (typeof built === 'string') return built;
@@ -428,6 +430,27 @@ async function postConfig(ctx: ConfigContext): Promise<string | undefined> {
     });
   }
   holder.v = st;
+  return undefined;
+}
+
+/** ssl_init_proxy_certs' startup checks of each server's SSLProxyMachineCertificateFile/Path
+ *  (a key that is missing, encrypted or not the certificate's stops the server). */
+function checkMachineCerts(ctx: ConfigContext): string | undefined {
+  for (const s of [ctx.mainServer, ...ctx.vhosts]) {
+    const p = proxyConfigOf(s);
+    if (p === undefined || p.engine !== true || (p.machineCertFile === undefined && p.machineCertPath === undefined)) continue;
+    const m = loadMachineCerts(p.machineCertFile, p.machineCertPath);
+    if (!('message' in m)) {
+      if (m.certs.length === 0) ctx.log('ssl', APLOG_WARNING, 'AH02206: no client certs found for SSL proxy');
+      else if (APLOG_DEBUG <= levelFor(s.logLevel, 'ssl')) ctx.log('ssl', APLOG_DEBUG, `AH02207: loaded ${m.certs.length} client certs for SSL proxy`);
+      continue;
+    }
+    // APLOG_STARTUP: the message alone, then OpenSSL's reason for a mismatch.
+    ctx.logBare('ssl', APLOG_EMERG, m.message + (m.cert !== undefined ? certDetails(m.cert) : ''));
+    if (m.cert !== undefined) ctx.log('ssl', APLOG_ERR, 'SSL Library Error: error:05800074:x509 certificate routines::key values mismatch');
+    ctx.log('ssl', APLOG_EMERG, 'AH02312: Fatal error initialising mod_ssl, exiting.');
+    return 'AH00016: Configuration Failed';
+  }
   return undefined;
 }
 

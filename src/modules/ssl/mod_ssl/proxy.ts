@@ -5,6 +5,7 @@
 // SSLProxyCheckPeerCN) are on unless turned off, so a backend whose certificate is outdated or
 // names another host gets a 502 from the proxy, with httpd's log line.
 
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as net from 'node:net';
@@ -66,17 +67,89 @@ function pemFiles(file: string | undefined, dir: string | undefined): string[] {
   return out;
 }
 
-/** The client options for one server's SSLProxy* settings (built once per configuration). */
+/** One client certificate of SSLProxyMachineCertificateFile/Path (an X509_INFO with its key). */
+export interface MachineCert {
+  readonly cert: string;
+  readonly key: string;
+  readonly x509: crypto.X509Certificate;
+}
+
+/** A startup error of the machine certificates: httpd's message, and the certificate it is about. */
+export interface MachineCertError {
+  readonly message: string;
+  readonly cert?: crypto.X509Certificate;
+}
+
+const INCOMPLETE = 'AH02252: incomplete client cert configured for SSL proxy (missing or encrypted private key?)';
+
+const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----\r?\n[\s\S]*?-----END \1-----/g;
+
+/**
+ * ssl_init_proxy_certs: the PEM blocks of the machine certificate file, then of each file of
+ * the directory, read in order; a certificate followed by its private key is a client
+ * certificate, a lone certificate is trusted as an issuer (AH10261). A certificate whose key is
+ * missing or encrypted (AH02252) or does not match it (AH02326) is a startup error: the
+ * message, or the list.
+ */
+export function loadMachineCerts(file: string | undefined, dir: string | undefined): { certs: MachineCert[]; issuers: string[] } | MachineCertError {
+  const certs: MachineCert[] = [];
+  const issuers: string[] = [];
+  for (const text of pemFiles(file, dir)) {
+    let pending: { pem: string; x509: crypto.X509Certificate } | null = null;
+    const flush = (): void => { if (pending !== null) issuers.push(pending.pem); pending = null; };
+    for (const m of text.matchAll(PEM_BLOCK)) {
+      const label = m[1] ?? '';
+      if (label === 'CERTIFICATE' || label === 'X509 CERTIFICATE' || label === 'TRUSTED CERTIFICATE') {
+        flush();
+        try { pending = { pem: m[0], x509: new crypto.X509Certificate(m[0]) }; } catch { /* not a certificate */ }
+      } else if (label.endsWith('PRIVATE KEY')) {
+        if (pending === null) continue;
+        if (label === 'ENCRYPTED PRIVATE KEY' || /Proc-Type: 4,ENCRYPTED/.test(m[0])) {
+          return { message: INCOMPLETE };
+        }
+        let key: crypto.KeyObject;
+        try { key = crypto.createPrivateKey(m[0]); } catch { return { message: INCOMPLETE }; }
+        if (!pending.x509.checkPrivateKey(key)) return { message: 'AH02326: proxy client certificate and private key do not match', cert: pending.x509 };
+        certs.push({ cert: pending.pem, key: m[0], x509: pending.x509 });
+        pending = null;
+      }
+    }
+    flush();
+  }
+  return { certs, issuers };
+}
+
+/**
+ * The client options for one server's SSLProxy* settings (built once per configuration).
+ *
+ * DIFFERENCE: httpd chooses the client certificate in the handshake (ssl_callback_proxy_cert):
+ * the first whose issuer, or one of whose chain certificates' issuer, is in the backend's list
+ * of acceptable CAs, or the first when the backend sends no list. Node's TLS client has no
+ * certificate callback and does not show that list, so plume sends the first client
+ * certificate of SSLProxyMachineCertificateFile, then of SSLProxyMachineCertificatePath (httpd's
+ * choice whenever that certificate is acceptable, as the order of the files is meant to make it).
+ *
+ * DIFFERENCE: httpd's proxy offers TLS 1.3 post-handshake authentication, so that a backend can
+ * ask for the client certificate in a <Location> (SSLVerifyClient require there). Node's TLS
+ * client cannot offer it; with a machine certificate configured and TLS 1.2 in
+ * SSLProxyProtocol, plume speaks TLS 1.2 to the backend, which can then ask by renegotiation
+ * (a backend that asks in the handshake gets the certificate either way).
+ */
 export function proxyOptions(p: Readonly<SslProxyConfig>): tls.ConnectionOptions {
   const ca = pemFiles(p.caFile, p.caPath);
   const crl = p.crlCheck !== undefined && p.crlCheck.mode !== 'none' ? pemFiles(p.crlFile, p.crlPath) : [];
-  const machine = pemFiles(p.machineCertFile, p.machineCertPath).join('\n');
+  const machine = loadMachineCerts(p.machineCertFile, p.machineCertPath);
+  if ('message' in machine) throw new SslProxyError(machine.message);
   const chain = p.machineChainFile !== undefined ? fs.readFileSync(p.machineChainFile, 'latin1') : '';
   const cipherList = p.cipherSuite ?? 'DEFAULT';
+  const mask = p.protocol ?? PROTO_DEFAULT;
+  const first = machine.certs[0];
+  const v = versions(first !== undefined && (mask & PROTO_TLSV1_2) !== 0 ? mask & ~PROTO_TLSV1_3 : mask);
   const opts: tls.ConnectionOptions = {
-    ...versions(p.protocol ?? PROTO_DEFAULT),
+    ...v,
     ciphers: p.tls13Ciphers !== undefined ? `${p.tls13Ciphers}:${cipherList}` : cipherList,
-    ca: ca.length > 0 ? ca : undefined,
+    // Lone certificates of the machine files are trusted issuers too (AH10261).
+    ca: ca.length + machine.issuers.length > 0 ? [...ca, ...machine.issuers] : undefined,
     crl: crl.length > 0 ? crl : undefined,
     // SSLProxyVerify none (the default) accepts any certificate; require and optional fail the
     // handshake on one that does not verify (a backend always sends one); optional_no_ca is
@@ -85,9 +158,10 @@ export function proxyOptions(p: Readonly<SslProxyConfig>): tls.ConnectionOptions
     // The name checks are httpd's own (below), not Node's.
     checkServerIdentity: () => undefined,
   };
-  if (machine !== '') {
-    opts.cert = chain !== '' ? `${machine}\n${chain}` : machine;
-    opts.key = machine;
+  if (first !== undefined) {
+    // The chain sent with it: SSLProxyMachineCertificateChainFile's certificates.
+    opts.cert = chain !== '' ? `${first.cert}\n${chain}` : first.cert;
+    opts.key = first.key;
   }
   return opts;
 }
@@ -172,7 +246,10 @@ export function makeProxyProvider(conf: (s: ServerRec) => Readonly<SslProxyConfi
       const p = effective(s, perDir);
       if (p === undefined || p.engine !== true) return Promise.reject(new SslProxyError('AH00961: HTTPS: failed to enable ssl support (is mod_ssl loaded?)'));
       let opts = built.get(p);
-      if (opts === undefined) { opts = proxyOptions(p); built.set(p, opts); }
+      if (opts === undefined) {
+        try { opts = proxyOptions(p); } catch (e) { return Promise.reject(e instanceof SslProxyError ? e : new SslProxyError(`AH02003: SSL Proxy connect failed: ${(e as Error).message}`)); }
+        built.set(p, opts);
+      }
       return new Promise((resolve, reject) => {
         const t = tls.connect({ ...opts, socket, servername: net.isIP(host) === 0 ? host : undefined, ...(alpn !== undefined && alpn.length > 0 ? { ALPNProtocols: [...alpn] } : {}) });
         t.once('secureConnect', () => {
