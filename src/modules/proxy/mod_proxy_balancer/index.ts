@@ -147,7 +147,7 @@ function postConfig(ctx: ConfigContext): string | undefined {
         logServer(s, APLOG_EMERG, 'AH01185: worker slotmem_create failed');
         return 'AH00016: Configuration Failed';
       }
-      const st: BalancerState = { storage, wslot, maxWorkers, record, members: new Map(), wupdated: b.s.wupdated, conf };
+      const st: BalancerState = { storage, wslot, maxWorkers, record, members: new Map(), wupdated: b.s.wupdated, conf, syncedTurn: 0 };
       b.context.set(KEY, st);
       for (const [j, w] of b.workers.entries()) {
         if (!child) storage.fgrab(wslot, j);

@@ -18,7 +18,7 @@ import {
 } from '../../../proxy/api.js';
 import { strfsize } from '../../../lib/apr-strings.js';
 import { flushAll } from './shared.js';
-import { apiOf, extra, serverState, shareWorker, stateOf, syncBalancer } from './state.js';
+import { apiOf, extra, serverState, shareWorker, stateOf, syncBalancerFor } from './state.js';
 
 const PREFIX_LEN = 'balancer://'.length;
 /** A member's connection limit when max= is not given: httpd's threads per child (the MPM's
@@ -401,7 +401,7 @@ function htmlPage(r: Request, conf: ProxyServerConf, bsel: ProxyBalancer | undef
 
 async function handle(r: Request, api: ProxyApi): Promise<number> {
   const conf = api.serverConf(r.server);
-  for (const b of conf.balancers) syncBalancer(b, r);
+  for (const b of conf.balancers) syncBalancerFor(b, r.rt.ctx, r.server);
   const params = new Map<string, string>();
   if (r.args !== undefined && r.method === 'GET') {
     r.log('proxy_balancer', APLOG_DEBUG, 'AH01191: parsing r->args');

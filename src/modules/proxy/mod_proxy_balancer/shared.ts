@@ -3,15 +3,20 @@
 //
 // Each member's `s` becomes a SharedRecord: an object of ProxyWorkerShared's shape whose
 // fields live in one slot of the balancer's worker table. Reads answer from this process's
-// copy, which `load` refreshes from the table (a balancer's whole table in one read, when a
-// request is balanced, the balancer-manager shows a page or a health check runs); writes
+// copy, which `load` refreshes from the table (each slot in one read, in the first turn of the
+// event loop that balances a request, when the balancer-manager shows a page or a health check
+// runs); writes
 // change the copy and mark the field, and the marked fields alone go to the table at the end
 // of the event-loop turn (or at once with `flush`), so two processes changing different
 // fields of a member (one its lbstatus, the other its error flag) do not undo each other.
+// A record keeps the slot's bytes as this process last saw them (read, or written by it):
+// a load whose bytes are the same decodes nothing, and otherwise only the fields whose bytes
+// changed (decoding every member's fields, strings included, on each balanced request cost
+// more than the rest of the balancing).
 //
 // DIFFERENCE: httpd's members are structs in shared memory, read and written in place; plume's
-// are refreshed once per balanced request. A change made in one process is seen by another at
-// its next balanced request (httpd: at once).
+// are refreshed once per event-loop turn that balances requests (state.ts, syncBalancer). A
+// change made in one process is seen by another from its next such turn (httpd: at once).
 
 import type { SlotPointer } from '../../../server/slotmem.js';
 
@@ -64,6 +69,8 @@ export function flushAll(): void {
 export class SharedRecord {
   private readonly values = new Map<string, Value>();
   private readonly dirty = new Set<Field>();
+  /** The slot's bytes as this process last read or wrote them (null: decode all at the next load). */
+  private seen: Buffer | null = null;
   readonly view: Record<string, Value>;
 
   constructor(private readonly ptr: SlotPointer, private readonly fields: readonly Field[], init: Readonly<Record<string, Value>>, fromSlot: boolean) {
@@ -99,19 +106,45 @@ export class SharedRecord {
   /** The slot's fields as they are in the table now (fields changed here and not yet
    *  written keep this process's value). */
   load(bytes: Buffer = this.ptr.read()): void {
+    const seen = this.seen;
+    // Unchanged since this process last read or wrote the slot: every value is current.
+    if (seen !== null && seen.length === bytes.length && seen.equals(bytes)) return;
     for (const f of this.fields) {
       if (this.dirty.has(f)) continue;
+      if (seen !== null && seen.length === bytes.length && bytes.compare(seen, f.off, f.off + f.size, f.off, f.off + f.size) === 0) continue;
       this.values.set(f.key, decode(bytes, f));
     }
+    this.seen = bytes;
   }
 
-  /** Writes the changed fields now. */
+  /** Writes the changed fields now; adjacent ones (or ones apart only by alignment padding,
+   *  which nothing uses) in one write. */
   flush(): void {
     if (this.dirty.size === 0) return;
-    for (const f of this.dirty) {
-      const b = Buffer.alloc(f.size);
-      encode(b, f, this.values.get(f.key));
-      this.ptr.write(b, f.off);
+    const fields = this.fields;
+    const seen = this.seen;
+    let i = 0;
+    while (i < fields.length) {
+      if (!this.dirty.has(fields[i]!)) { i++; continue; }
+      let j = i;
+      while (j + 1 < fields.length && this.dirty.has(fields[j + 1]!)) j++;
+      const start = fields[i]!.off;
+      const b = Buffer.alloc(fields[j]!.off + fields[j]!.size - start);
+      for (let k = i; k <= j; k++) {
+        const f = fields[k]!;
+        encode(b.subarray(f.off - start, f.off - start + f.size), f, this.values.get(f.key));
+      }
+      this.ptr.write(b, start);
+      if (seen !== null && seen.length >= start + b.length) {
+        b.copy(seen, start);
+        // A value the slot cannot hold as it is (a fraction in an integer field, a string
+        // too long) reads back differently: the next load decodes the slot again.
+        for (let k = i; k <= j && this.seen !== null; k++) {
+          const f = fields[k]!;
+          if (decode(seen, f) !== this.values.get(f.key)) this.seen = null;
+        }
+      }
+      i = j + 1;
     }
     this.dirty.clear();
   }

@@ -22,6 +22,8 @@ export interface BalancerState {
   /** The shared s.wupdated this process last synchronised its member list with. */
   wupdated: number;
   readonly conf: ProxyServerConf;
+  /** The event-loop turn in which the balanced requests last read the table (turn()). */
+  syncedTurn: number;
 }
 
 export interface ServerState {
@@ -81,9 +83,27 @@ export function shareWorker(st: BalancerState, w: ProxyWorker, index: number, fr
 
 // ---- balancing ------------------------------------------------------------------------------------
 
-/** ap_proxy_sync_balancer, plus this process's refresh of the shared state: the balancer's
- *  and its members' fields as the table has them; members another process added. */
+/** The event-loop turns, counted while balanced requests come (the count moves on in the
+ *  check phase after a turn that read a table). */
+let turnCount = 1;
+let turnEnding = false;
+function endTurn(): void { turnCount++; turnEnding = false; }
+function turn(): number {
+  if (!turnEnding) { turnEnding = true; setImmediate(endTurn); }
+  return turnCount;
+}
+
+/** ap_proxy_sync_balancer for a balanced request, plus this process's refresh of the shared
+ *  state: the balancer's and its members' fields as the table has them; members another
+ *  process added. The requests of one event-loop turn read the table once: within the turn
+ *  this process's copy has every change it made, and another process's changes are seen from
+ *  the next turn on, as they are written (its changes go to the table at the end of its turns). */
 export function syncBalancer(b: ProxyBalancer, r: Request): void {
+  const st = stateOf(b);
+  if (st === undefined) return;
+  const now = turn();
+  if (st.syncedTurn === now) return;
+  st.syncedTurn = now;
   syncBalancerFor(b, r.rt.ctx, r.server);
 }
 
