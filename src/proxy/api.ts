@@ -450,8 +450,10 @@ export interface ProxyApi {
   retryWorker(proxyFunction: string, worker: ProxyWorker, s: ServerRec): boolean;
 
   /** ap_proxy_acquire_connection: a pooled idle connection of the worker or a new one (not
-   *  yet connected); 503 when the worker is unusable (logged AH00940/AH00941). */
-  acquireConnection(proxyFunction: string, worker: ProxyWorker, s: ServerRec): ProxyConn | number;
+   *  yet connected); 503 when the worker is unusable (logged AH00940) or when max=
+   *  connections stay in use for acquire= ms (AH00941). A promise only while it waits for one
+   *  (max= connections in use). */
+  acquireConnection(proxyFunction: string, worker: ProxyWorker, s: ServerRec): ProxyConn | number | Promise<ProxyConn | number>;
   /** ap_proxy_determine_connection: the address to connect to (the worker's, the URL's host for
    *  a generic worker, or the ProxyRemote host); OK or an HTTP status (502 for an unresolvable
    *  name, logged). `url` is the backend URL. */

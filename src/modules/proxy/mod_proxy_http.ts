@@ -663,7 +663,8 @@ async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, u
     r.log(MOD, APLOG_DEBUG, `AH01112: HTTPS: declining URL ${url} (mod_ssl not configured?)`);
     return DECLINED;
   }
-  const acquired = api.acquireConnection(proxyFunction, worker, r.server);
+  let acquired = api.acquireConnection(proxyFunction, worker, r.server);
+  if (acquired instanceof Promise) acquired = await acquired;
   if (typeof acquired === 'number') return acquired;
   const conn = acquired;
   const dconf = api.dirConf(r);

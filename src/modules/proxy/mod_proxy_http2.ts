@@ -200,7 +200,8 @@ async function sessionFor(q: Ctx): Promise<Session | number> {
   const { r, api, worker } = q;
   const map = sessionsOf(worker);
   // Every request goes through acquire: a worker in error or stopped answers 503 as httpd.
-  const acquired = api.acquireConnection(q.proxyFunction, worker, r.server);
+  let acquired = api.acquireConnection(q.proxyFunction, worker, r.server);
+  if (acquired instanceof Promise) acquired = await acquired;
   if (typeof acquired === 'number') return acquired;
   const conn = acquired;
   conn.isSsl = q.https;

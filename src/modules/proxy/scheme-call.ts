@@ -103,7 +103,8 @@ export function schemeCall(
       return dconf.errorOverrideCodes.includes(status);
     },
     async connect() {
-      const c = api.acquireConnection(proxyFunction, worker, r.server);
+      let c = api.acquireConnection(proxyFunction, worker, r.server);
+      if (c instanceof Promise) c = await c;
       if (typeof c === 'number') return { failed: c, stage: 'acquire', hostname: worker.hostname, port: worker.port };
       conn = c;
       const st = await api.determineConnection(r, conf, worker, c, url, proxyname, proxyport);

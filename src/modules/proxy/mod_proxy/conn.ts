@@ -103,13 +103,31 @@ export class BackendConn implements ProxyConn {
   }
 }
 
-/** The pool of one worker in this process. */
-interface Pool { idle: BackendConn[]; inUse: number; peak: number }
+/** A request waiting for a connection of a worker at its max= (apr_reslist_acquire blocked). */
+interface Waiter { readonly give: (c: BackendConn) => void }
+
+/**
+ * The pool of one worker in this process (httpd's apr_reslist of proxy_conn_rec): `idle` holds
+ * the open connections given back, newest last (taken newest first, reaped oldest first);
+ * `inUse` the connections requests hold; `waiters` the requests waiting for one at max=.
+ * min= has nothing to act on here: httpd's min pre-creates connection records, not sockets
+ * (a backend sees nothing of it), and plume makes a record when a request needs one.
+ */
+interface Pool { idle: BackendConn[]; inUse: number; peak: number; readonly waiters: Waiter[] }
 const pools = new WeakMap<ProxyWorker, Pool>();
 function poolOf(w: ProxyWorker): Pool {
   let p = pools.get(w);
-  if (p === undefined) { p = { idle: [], inUse: 0, peak: 0 }; pools.set(w, p); }
+  if (p === undefined) { p = { idle: [], inUse: 0, peak: 0, waiters: [] }; pools.set(w, p); }
   return p;
+}
+
+/** The most connections of the worker at once in this process (max=; 0 or unset: no limit).
+ *  DIFFERENCE: httpd's default is ThreadsPerChild, the most its threads can use at once, so
+ *  that a request never waits; a plume process serves all its client connections without
+ *  threads, so without max= it never waits either (docs/differences.md). */
+function hmaxOf(w: ProxyWorker): number {
+  const h = w.params.hmax;
+  return h === undefined || h <= 0 ? Infinity : h;
 }
 
 /** ap_proxy_retry_worker. */
@@ -124,49 +142,72 @@ export function retryWorker(_proxyFunction: string, w: ProxyWorker, _s: ServerRe
   return false;
 }
 
-/** ap_proxy_acquire_connection. */
-export function acquire(proxyFunction: string, w: ProxyWorker, s: ServerRec, log: (level: number, msg: string) => void): BackendConn | number {
+/** The errno of apr_reslist_acquire's timeout (APR_TIMEUP). */
+const TIMEUP = { code: 70007, text: 'The timeout specified has expired' };
+
+/** ap_proxy_acquire_connection: a pooled connection (newest first; one idle for ttl= or
+ *  longer is closed instead), a new one, or — with max= connections in use — the next one
+ *  given back, waited for at most acquire= ms (then 503 with AH00941), else for as long as it
+ *  takes, as httpd's reslist. */
+export function acquire(proxyFunction: string, w: ProxyWorker, s: ServerRec, log: (level: number, msg: string, errno?: { code: number; text: string }) => void): BackendConn | number | Promise<BackendConn | number> {
   if (!retryWorker(proxyFunction, w, s)) {
     log(APLOG_ERR, `AH00940: ${proxyFunction}: disabled connection for (${w.s.hostname}:${w.s.port})`);
     return 503;
   }
   w.localStatus |= PROXY_WORKER_INITIALIZED;
   const p = poolOf(w);
-  const reuse = w.params.disablereuse !== true && !w.generic;
-  while (reuse && p.idle.length > 0) {
+  const ttl = w.params.ttl;
+  const now = ttl === undefined ? 0 : Date.now();
+  while (p.idle.length > 0) {
     const c = p.idle.pop()!;
-    const ttl = w.params.ttl;
-    if (c.alive && (ttl === undefined || Date.now() - c.idleSince < ttl)) {
-      p.inUse++;
-      w.s.busy++;
-      c.close = false;
-      return c;
-    }
+    takeOut(c);
+    if (c.alive && (ttl === undefined || now - c.idleSince < ttl)) return handOut(p, w, c);
     c.destroy();
   }
+  if (p.inUse >= hmaxOf(w)) {
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const waiter: Waiter = { give: (c) => { if (timer !== undefined) clearTimeout(timer); resolve(c); } };
+      p.waiters.push(waiter);
+      const ms = w.params.acquire;
+      if (ms !== undefined) {
+        timer = setTimeout(() => {
+          const i = p.waiters.indexOf(waiter);
+          if (i >= 0) p.waiters.splice(i, 1);
+          log(APLOG_ERR, `AH00941: ${proxyFunction}: failed to acquire connection for (${w.s.hostname}:${w.s.port})`, TIMEUP);
+          resolve(503);
+        }, ms);
+      }
+    });
+  }
+  return handOut(p, w, new BackendConn(w));
+}
+
+function handOut(p: Pool, w: ProxyWorker, c: BackendConn): BackendConn {
   p.inUse++;
   if (p.inUse > p.peak) p.peak = p.inUse;
   w.s.busy++;
-  return new BackendConn(w);
+  c.close = false;
+  return c;
 }
 
-/** ap_proxy_release_connection. */
+/** ap_proxy_release_connection: the connection goes to a request waiting for one, or back to
+ *  the pool when it can carry another request; with ttl=, the idle ones past smax= that have
+ *  waited ttl= are closed, oldest first (apr_reslist's maintenance; without ttl= none is). */
 export function release(c: BackendConn): void {
   const w = c.worker;
   const p = poolOf(w);
   p.inUse = Math.max(0, p.inUse - 1);
   if (w.s.busy > 0) w.s.busy--;
-  if (c.close || !c.alive || w.params.disablereuse === true || w.generic || w.params.keepalive === false && false) {
-    c.destroy();
+  const reusable = !c.close && c.alive && w.params.disablereuse !== true && !w.generic;
+  if (!reusable) c.destroy();
+  const waiter = p.waiters.shift();
+  if (waiter !== undefined) {
+    waiter.give(handOut(p, w, reusable ? c : new BackendConn(w)));
     return;
   }
+  if (!reusable) return;
   c.idleSince = Date.now();
-  // DIFFERENCE: httpd's default pool size is ThreadsPerChild, the most connections one process
-  // can use at once (a thread holds one); a plume process serves all its client connections,
-  // so without smax=/max= it keeps as many idle connections as it had in use at once (at least
-  // 25) instead of closing and reopening them under load (docs/differences.md).
-  const max = w.params.smax ?? w.params.hmax ?? Math.max(25, p.peak);
-  if (p.idle.length >= Math.max(max, 1)) { c.destroy(); return; }
   const sock = c.socket!;
   sock.setTimeout(0);
   p.idle.push(c);
@@ -178,6 +219,24 @@ export function release(c: BackendConn): void {
   sock.once('end', drop);
   sock.once('close', drop);
   c.data.set('dropIdle', drop);
+  const ttl = w.params.ttl;
+  const hmax = hmaxOf(w);
+  // smax= defaults to max= and is at most max=. DIFFERENCE: without max= (no limit in plume,
+  // see hmaxOf) at most as many idle connections as were in use at once, at least 25.
+  const smax = Math.min(w.params.smax ?? hmax, hmax);
+  if (ttl !== undefined) {
+    while (p.idle.length > smax) {
+      const old = p.idle[0]!;
+      if (c.idleSince - old.idleSince < ttl) break;
+      p.idle.shift();
+      takeOut(old);
+      old.destroy();
+    }
+  } else if (hmax === Infinity && p.idle.length > Math.max(25, p.peak)) {
+    const old = p.idle.shift()!;
+    takeOut(old);
+    old.destroy();
+  }
 }
 
 /** Forgets the idle-drop listeners once the connection is taken from the pool again. */

@@ -165,7 +165,7 @@ export const api: ProxyApi = {
   workerStatusString: (w) => workerStatusString(w),
   retryWorker: (fn, w, s) => retryWorker(fn, w, s),
   acquireConnection(fn, w, s) {
-    return acquire(fn, w, s, (level, message) => { if (level <= levelFor(s.logLevel, MOD)) s.errorLog.write({ level, module: MOD, message }); });
+    return acquire(fn, w, s, (level, message, errno) => { if (level <= levelFor(s.logLevel, MOD)) s.errorLog.write({ level, module: MOD, message, errno }); });
   },
   determineConnection,
   connectBackend,
