@@ -51,6 +51,17 @@ export class BackendReader {
     return this.queue.length > 0 || this.ended;
   }
 
+  /** Waits at most `ms` for a chunk (or the end): false when none came in that time (the
+   *  apr_poll of flushpackets=auto timing out after flushwait=). */
+  waitReady(ms: number): Promise<boolean> {
+    if (this.ready) return Promise.resolve(true);
+    if (this.sock.isPaused()) this.sock.resume();
+    return new Promise<boolean>((res) => {
+      const t = setTimeout(() => { this.wake = undefined; res(false); }, ms);
+      this.wake = () => { clearTimeout(t); res(true); };
+    });
+  }
+
   /** The next chunk; null at the end of the stream (or after an error: see `failure`);
    *  'timeout' after `timeoutMs` without data. */
   async read(timeoutMs: number): Promise<Buffer | null | 'timeout'> {

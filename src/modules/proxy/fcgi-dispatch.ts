@@ -35,6 +35,8 @@ export interface FcgiBackend {
   readonly ioBufferSize: number;
   /** flushpackets and flushwait of the worker. */
   readonly flushPackets: 'on' | 'off' | 'auto';
+  /** flushwait= (ms): how long flushpackets=auto waits for more output before flushing. */
+  readonly flushWait: number;
   /** The connection may be kept for another request (BEGIN_REQUEST's FCGI_KEEP_CONN). */
   readonly keepConn: boolean;
   /** ":port" of the server the client asked, "" for the scheme's default (log lines). */
@@ -250,7 +252,8 @@ class Dispatch {
       await r.rt.die(r, this.scriptErrorStatus);
       this.hasResponded = true;
     } else if (mayflush && !this.done && !r.eosSent && this.scriptErrorStatus === 200 && !this.ignoreBody) {
-      if (this.b.flushPackets === 'on' || (this.b.flushPackets === 'auto' && !this.reader.ready)) await r.write([FLUSH]);
+      // auto: flushed when the backend sends nothing more within flushwait= ms (httpd polls).
+      if (this.b.flushPackets === 'on' || (this.b.flushPackets === 'auto' && !(await this.reader.waitReady(this.b.flushWait)))) await r.write([FLUSH]);
     }
     return undefined;
   }

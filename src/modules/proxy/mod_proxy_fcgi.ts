@@ -157,6 +157,7 @@ export async function fcgiHandle(r: Request, call: SchemeCall, proxyname = '(nul
       timeoutMs: call.timeoutMs,
       ioBufferSize: call.ioBufferSize,
       flushPackets: call.flushPackets,
+      flushWait: call.flushWait,
       keepConn: keep,
       serverPortStr: call.serverPortStr,
       shouldOverride: (s) => call.shouldOverride(s),

@@ -27,6 +27,8 @@ export interface SchemeCall {
   /** io_buffer_size (iobuffersize= on the worker), 8192 by default. */
   readonly ioBufferSize: number;
   readonly flushPackets: 'on' | 'off' | 'auto';
+  /** flushwait= in ms (PROXY_FLUSH_WAIT, 10 ms, when not given). */
+  readonly flushWait: number;
   /** disablereuse=Off (or enablereuse=On) given explicitly on the worker. */
   readonly reuseAsked: boolean;
   /** ":port" of the server the client asked, "" for the default port. */
@@ -95,6 +97,7 @@ export function schemeCall(
     timeoutMs: api.backendTimeout(worker, r),
     ioBufferSize: p.iobuffersize ?? AP_IOBUFSIZE,
     flushPackets: p.flushpackets ?? 'off',
+    flushWait: p.flushwait ?? 10,
     reuseAsked: p.disablereuse === false || p.enablereuse === true,
     serverPortStr: port === defaultPort ? '' : `:${port}`,
     shouldOverride(status) {

@@ -96,7 +96,7 @@ async function exchange(answer: (stdin: Buffer) => Buffer | 'silent' | 'close', 
   await withServer(answer, opts.cut ?? 1 << 20, async (port) => {
     const socket = await connect(port);
     const res = await fcgiDoRequest(r, {
-      socket, timeoutMs: opts.timeoutMs ?? 5000, ioBufferSize: 8192, flushPackets: 'off', keepConn: false, serverPortStr: ':80',
+      socket, timeoutMs: opts.timeoutMs ?? 5000, ioBufferSize: 8192, flushPackets: 'off', flushWait: 10, keepConn: false, serverPortStr: ':80',
       shouldOverride: (s) => (opts.override ?? []).includes(s),
     }, [['A', 'b']], () => r.read());
     status = res.status;
@@ -178,4 +178,50 @@ test('ProxyErrorOverride: the backend body is dropped and the error page served'
   assert.equal(r.status, 200);
   assert.deepEqual(seen.died, [404]);
   assert.equal(bodyOf(seen.out), '');
+});
+
+/** flushpackets: the script's output in two STDOUT records, the second sent only when the test
+ *  says (`release`, called from what the response got); which brigades carried a FLUSH. */
+async function flushRun(flushPackets: 'on' | 'off' | 'auto', flushWait: number, releaseOn: 'flush' | 'data'): Promise<string> {
+  const seen: Seen = { out: [], log: [], died: [] };
+  const r = makeRequest(seen);
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((res) => { release = res; });
+  const rt = r.rt as unknown as { writeResponse: (r: Request, bb: Brigade) => void };
+  const write = rt.writeResponse;
+  rt.writeResponse = (rq, bb) => {
+    write(rq, bb);
+    if (releaseOn === 'flush' ? bb.some((b) => b.kind === 'flush') : bb.some((b) => b.kind === 'data' && b.data.includes('one'))) release();
+  };
+  const srv = net.createServer((sock) => {
+    const rd = new FcgiRecordReader();
+    sock.on('data', async (d: Buffer) => {
+      if (!rd.push(d).some((e) => e.kind === 'record-end' && e.header.type === FcgiType.STDIN && e.header.contentLength === 0)) return;
+      sock.write(Buffer.concat(encodeStream(FcgiType.STDOUT, 1, Buffer.from('Content-Type: text/plain\r\n\r\none', 'latin1'), 0)));
+      // Nothing flushed: the test lets go after two seconds (and the assertion shows it).
+      const t = setTimeout(release, 2000);
+      await released;
+      clearTimeout(t);
+      sock.end(Buffer.concat([...encodeStream(FcgiType.STDOUT, 1, Buffer.from('two', 'latin1'), 0), encodeHeader(FcgiType.STDOUT, 1, 0), encodeEndRequest(1, 0, 0)]));
+    });
+    sock.on('error', () => undefined);
+  });
+  await new Promise<void>((res) => srv.listen(0, '127.0.0.1', res));
+  try {
+    const socket = await connect((srv.address() as net.AddressInfo).port);
+    await fcgiDoRequest(r, {
+      socket, timeoutMs: 5000, ioBufferSize: 8192, flushPackets, flushWait, keepConn: false, serverPortStr: ':80', shouldOverride: () => false,
+    }, [['A', 'b']], () => r.read());
+    socket.destroy();
+  } finally {
+    srv.close();
+  }
+  return seen.out.flat().map((b) => (b.kind === 'data' ? b.data.toString('latin1') : b.kind === 'flush' ? '<FLUSH>' : b.kind === 'eos' ? '<EOS>' : '')).join('');
+}
+
+test('flushpackets=auto flushes once the backend is quiet for flushwait= ms, not while it keeps sending; on always, off never', async () => {
+  assert.equal(await flushRun('auto', 20, 'flush'), 'one<FLUSH>two<EOS>');
+  assert.equal(await flushRun('auto', 1000, 'data'), 'onetwo<EOS>');
+  assert.equal(await flushRun('on', 1000, 'flush'), 'one<FLUSH>two<EOS>');
+  assert.equal(await flushRun('off', 10, 'data'), 'onetwo<EOS>');
 });
