@@ -14,7 +14,7 @@ import type { Request } from '../../server/request/request.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_WARNING } from '../../server/log/levels.js';
 import { coreDir } from '../../server/core/config.js';
 import { dataBucket, EOS, FLUSH, FilterError, FTYPE_PROTOCOL } from '../../server/filters.js';
-import { getServerName } from '../../server/core/server-name.js';
+import { defaultPort, getServerName, getServerPort } from '../../server/core/server-name.js';
 import { APACHE_COMPAT_VERSION } from '../../server/version.js';
 import {
   PROXYREQ_PROXY, PROXYREQ_REVERSE, ProxyIoError,
@@ -682,8 +682,10 @@ async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, u
     if (path === '') path = '/';
     // Through a ProxyRemote (forward) proxy, or as a forward proxy to another: the absolute URL.
     if (proxyname !== undefined) path = url;
-    const port = r.connection.localPort;
-    const defPort = r.connection.localPort === 443 ? 443 : 80;
+    // The port of the Via lines (ap_proxy_determine_connection): ap_get_server_port, which
+    // follows UseCanonicalName, not the socket's.
+    const port = getServerPort(r);
+    const defPort = defaultPort(r);
     const q: Req = {
       r, api, worker, sconf, dconf, conn, url, host, portStr, path,
       force10: r.subprocessEnv.has('force-proxy-request-1.0'), do100: false, upgrade: undefined,
