@@ -87,6 +87,8 @@ export const REQUESTS: readonly H2Request[] = [
   { id: 'redirect', path: '/old' },
   { id: 'post', path: '/cgi-bin/echo.cgi', method: 'POST', body: 'hello=world', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
   { id: 'head', path: '/index.html', method: 'HEAD' },
+  // HEADERS with END_STREAM and a Content-Type: mod_http2 adds "Content-Length: 0" (CGI sees it).
+  { id: 'headers-only-typed', path: '/cgi-bin/echo.cgi', method: 'DELETE', headers: { 'content-type': 'text/plain' } },
   { id: 'missing', path: '/nowhere' },
   // LimitRequestFieldSize (8190) and LimitRequestFields (100) on HTTP/2: 431.
   { id: 'big-field', path: '/index.html', headers: { 'x-big': 'a'.repeat(9000) } },

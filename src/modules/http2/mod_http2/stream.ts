@@ -482,6 +482,11 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
       }
     }
     r.body = streamBody(st, r, length);
+  } else if (ws === null && r.method !== 'CONNECT') {
+    // HEADERS ended the stream: no body will come. With a Content-Type and no Content-Length,
+    // mod_http2 says so with an explicit "Content-Length: 0" (h2_create_request_rec), which
+    // CGI's CONTENT_LENGTH and the proxied request show.
+    if (!r.headersIn.has('content-length') && r.headersIn.has('content-type')) r.headersIn.set('Content-Length', '0');
   } else if (ws !== null) {
     // The handshake's body is empty (mod_http2 ends the request there; the stream's DATA is
     // the tunnel's) and of unknown length: mod_proxy_http sends Content-Length: 0.
