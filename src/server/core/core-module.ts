@@ -794,7 +794,6 @@ const coreDirectives: DirectiveSpec<CoreServerConfig, CoreDirConfig>[] = [
   directive({ name: 'ScoreBoardFile', args: 'TAKE1', where: SRV, help: 'A file for Apache to maintain runtime process management information', handler: recorded('ScoreBoardFile') }),
   directive({ name: 'ExtendedStatus', args: 'FLAG', where: SRV, help: '"On" to track extended status information, "Off" to disable', handler: (cmd: Cmd, on: boolean) => cmd.checkContext(GLOBAL_ONLY) ?? void (globals(cmd.ctx).extendedStatus = on) }),
   directive({ name: 'SeeRequestTail', args: 'FLAG', where: SRV, help: 'For extended status, "on" to see the last 63 chars of the request line, "off" (default) to see the first 63', handler: (cmd: Cmd, on: boolean) => cmd.checkContext(GLOBAL_ONLY) ?? void (globals(cmd.ctx).seeRequestTail = on) }),
-  directive({ name: 'EnableExceptionHook', args: 'FLAG', where: SRV, help: 'Controls whether exception hook may be called after a crash', handler: (cmd: Cmd) => undefined }),
   directive({ name: 'RLimitCPU', args: 'TAKE12', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Soft/hard limits for max CPU usage in seconds', handler: (cmd: Cmd) => undefined }),
   directive({ name: 'RLimitMEM', args: 'TAKE12', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Soft/hard limits for max memory usage per process', handler: (cmd: Cmd) => undefined }),
   directive({ name: 'RLimitNPROC', args: 'TAKE12', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'soft/hard limits for max number of processes per uid', handler: (cmd: Cmd) => undefined }),
