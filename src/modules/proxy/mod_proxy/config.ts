@@ -512,14 +512,20 @@ export function setErrorOverride(cmd: Cmd, arg: string): string | undefined {
   return undefined;
 }
 
+/** ProxyIOBufferSize, ProxyReceiveBufferSize.
+ *  DIFFERENCE: ProxyReceiveBufferSize (and receivebuffersize=) is checked as httpd checks it
+ *  but sets no SO_RCVBUF: Node cannot set a TCP socket's receive buffer (libuv's
+ *  uv_recv_buffer_size is exposed for UDP only); the kernel's autotuning applies, as with 0
+ *  (docs/differences.md). */
 export function setSize(field: 'ioBufferSize' | 'recvBufferSize', msg: string) {
   return (cmd: Cmd, arg: string): string | undefined => {
-    const n = parseInt(arg, 10);
+    // atoi / atol, as httpd: what is not a number is 0 (the system default).
+    const n = parseInt(arg, 10) || 0;
+    if (n < 512 && n !== 0) return msg;
     if (field === 'ioBufferSize') {
-      cmd.srv.ioBufferSize = Math.max(n || 0, 512);
+      cmd.srv.ioBufferSize = n === 0 ? 8192 : n;
       return undefined;
     }
-    if (!(n >= 512) && n !== 0) return msg;
     cmd.srv.recvBufferSize = n;
     return undefined;
   };

@@ -702,7 +702,7 @@ const decl: ModuleDecl<ServerConf, DirConf> = {
     directive({ name: 'ProxyPassReverseCookieDomain', args: 'TAKE23', where: RA, help: 'Domain rewrite rule for proxying cookies', handler: addReverse('cookieDomains') }),
     directive({ name: 'ProxyBlock', args: 'ITERATE', where: RS, help: 'A list of names, hosts or domains to which the proxy will not connect', handler: (cmd: Cmd, a: string) => { if (!cmd.srv.noproxies.some((n) => n.toLowerCase() === a.toLowerCase())) cmd.srv.noproxies.push(a); return undefined; } }),
     directive({ name: 'ProxyReceiveBufferSize', args: 'TAKE1', where: RS, help: 'Receive buffer size for outgoing HTTP and FTP connections in bytes', handler: setSize('recvBufferSize', 'ProxyReceiveBufferSize must be >= 512 bytes, or 0 for system default.') }),
-    directive({ name: 'ProxyIOBufferSize', args: 'TAKE1', where: RS, help: 'IO buffer size for outgoing HTTP and FTP connections in bytes', handler: setSize('ioBufferSize', '') }),
+    directive({ name: 'ProxyIOBufferSize', args: 'TAKE1', where: RS, help: 'IO buffer size for outgoing HTTP and FTP connections in bytes', handler: setSize('ioBufferSize', 'ProxyIOBufferSize must be >= 512 bytes, or 0 for system default.') }),
     directive({ name: 'ProxyMaxForwards', args: 'TAKE1', where: RS, help: 'The maximum number of proxies a request may be forwarded through.', handler: setMaxForwards }),
     directive({ name: 'NoProxy', args: 'ITERATE', where: RS, help: 'A list of domains, hosts, or subnets to which the proxy will connect directly', handler: noProxy }),
     directive({ name: 'ProxyDomain', args: 'TAKE1', where: RS, help: 'The default intranet domain name (in absence of a domain in the URL)', handler: setDomain }),

@@ -147,7 +147,7 @@ export function setWorkerParam(ctx: ConfigContext, s: ServerRec, w: Worker, key:
     case 'addressttl': {
       if (val === '-1') { p.addressttl = -1; return undefined; }
       const t = parseTimeout(val, 's');
-      if (t === undefined || t % 1000 !== 0 || t / 1000 > 2147483647) return 'AddressTTL must be -1 or a number of seconds not exceeding 2147483647';
+      if (t === undefined || t % 1000 !== 0 || t / 1000 > 2147483647) return 'AddressTTL must be -1 or a number of seconds not exceeding (2147483647)';
       p.addressttl = t / 1000;
       return undefined;
     }
