@@ -23,7 +23,7 @@ import { GLOBAL_ONLY, type CmdParms } from '../../server/config/cmd.js';
 import type { ConfigContext } from '../../server/config/context.js';
 import type { Request } from '../../server/request/request.js';
 import { splitWords } from '../../server/config/lexer.js';
-import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO } from '../../server/log/levels.js';
+import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, levelFor } from '../../server/log/levels.js';
 import { APR_ECRYPT, APR_EGENERAL, APR_EPADDING, aprStatusError, type SessionCodec } from './api.js';
 
 interface CryptoDir {
@@ -33,6 +33,8 @@ interface CryptoDir {
 
 interface CryptoServer {
   library: string | undefined;
+  /** The driver's parameters after the library name (apr_crypto_make's "engine=..."). */
+  params: string;
 }
 
 /** apr's openssl block ciphers (CBC mode): OpenSSL name, key and IV lengths. */
@@ -212,16 +214,44 @@ function passphraseFile(cmd: Cmd, file: string): string | undefined {
 function setDriver(cmd: Cmd, raw: string): string | undefined {
   const err = cmd.checkContext(GLOBAL_ONLY);
   if (err !== undefined) return err;
-  cmd.srv.library = splitWords(raw)[0] ?? '';
+  const words = splitWords(raw);
+  cmd.srv.library = words[0] ?? '';
+  cmd.srv.params = words.slice(1).join(' ');
   return undefined;
+}
+
+/**
+ * The engine the driver parameters name (apr-util's openssl crypto_make: whitespace-separated
+ * words, "key=value" or "key", keys compared without case; "engine" is the only key, the
+ * others are ignored). undefined: none ("engine" without "=" names none either).
+ */
+export function driverEngine(params: string): string | undefined {
+  let engine: string | undefined;
+  for (const word of splitWords(params)) {
+    const eq = word.indexOf('=');
+    const key = (eq >= 0 ? word.slice(0, eq) : word).trimEnd();
+    if (key.toLowerCase() === 'engine') engine = eq >= 0 ? word.slice(eq + 1) : undefined;
+  }
+  return engine;
 }
 
 function postConfig(ctx: ConfigContext): string | undefined {
   for (const s of [ctx.mainServer, ...ctx.vhosts]) {
-    const lib = self.server(s).library;
-    if (lib === undefined || lib === 'openssl') continue;
-    ctx.logNoServer('session_crypto', APLOG_ERR, `AH01846: The crypto library '${lib}' could not be found`);
-    return 'AH00016: Configuration Failed';
+    const { library: lib, params } = self.server(s);
+    if (lib === undefined) continue;
+    if (lib !== 'openssl') {
+      ctx.logNoServer('session_crypto', APLOG_ERR, `AH01846: The crypto library '${lib}' could not be found`);
+      return 'AH00016: Configuration Failed';
+    }
+    // DIFFERENCE: httpd's openssl driver does its ciphers with the OpenSSL engine "engine="
+    // names, and fails when the engine does not load (APR_ENOENGINE) or initialise; Node
+    // cannot put an engine under one cipher, so plume refuses every engine, as httpd on an
+    // OpenSSL without engines (Debian's 3.x: engine=rdrand, engine=dynamic) does.
+    if (driverEngine(params) !== undefined) {
+      ctx.log('session_crypto', APLOG_ERR, `(100010)Error string not specified yet: AH01848: The crypto library '${lib}' could not be initialised`);
+      return 'AH00016: Configuration Failed';
+    }
+    if (!ctx.child && !ctx.preflight && APLOG_INFO <= levelFor(s.logLevel, 'session_crypto')) ctx.log('session_crypto', APLOG_INFO, `AH01849: The crypto library '${lib}' was loaded successfully`);
   }
   return undefined;
 }
@@ -230,7 +260,7 @@ const self = defineModule<CryptoServer, CryptoDir>({
   name: 'session_crypto_module',
   source: 'mod_session_crypto.c',
   apiVersion: MODULE_API_VERSION,
-  createServerConfig: () => ({ library: 'openssl' }),
+  createServerConfig: () => ({ library: 'openssl', params: '' }),
   createDirConfig: () => ({ passphrases: [], passphrasesSet: false, cipher: 'aes256', cipherSet: false }),
   mergeDirConfig: (base, add) => ({
     passphrases: add.passphrasesSet ? add.passphrases : base.passphrases,

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomString, seededRandom } from '../../fuzz.js';
-import { decryptSession, encryptSession, siphash24 } from '../../../src/modules/session/mod_session_crypto.js';
+import { decryptSession, driverEngine, encryptSession, siphash24 } from '../../../src/modules/session/mod_session_crypto.js';
 
 const AES256 = { name: 'aes-256-cbc', key: 32, iv: 16 };
 
@@ -34,4 +34,14 @@ test('random cookies never decrypt and never throw (fuzz, bounded)', () => {
     const s = randomString(rnd, alphabet, 120);
     assert.equal(typeof decryptSession(undefined, s, ['secret'], AES256), 'number');
   }
+});
+
+test('SessionCryptoDriver parameters: only engine=<name> names an engine (apr-util openssl crypto_make), keys without case, "engine" alone names none', () => {
+  assert.equal(driverEngine(''), undefined);
+  assert.equal(driverEngine('foo a=b'), undefined);
+  assert.equal(driverEngine('engine'), undefined);
+  assert.equal(driverEngine('engine=rdrand'), 'rdrand');
+  assert.equal(driverEngine('ENGINE=x other'), 'x');
+  assert.equal(driverEngine('engine='), '');
+  assert.equal(driverEngine('"engine=two words"'), 'two words');
 });
