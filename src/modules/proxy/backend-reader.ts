@@ -83,15 +83,17 @@ export class BackendReader {
   }
 }
 
-/** Writes to the backend and waits until the socket took it (or failed). */
+/** Writes to the backend and waits until the socket took it (or failed). The pieces of a
+ *  list go out together (one writev where the stream can cork). */
 export function writeTo(sock: Duplex, data: Buffer | readonly Buffer[]): Promise<Error | undefined> {
   return new Promise((res) => {
     if (sock.destroyed || sock.writableEnded) { res(new Error('socket closed')); return; }
     const list = Buffer.isBuffer(data) ? [data] : data;
     if (list.length === 0) { res(undefined); return; }
-    let ok = true;
-    for (let i = 0; i < list.length - 1; i++) ok = sock.write(list[i]!) && ok;
+    const cork = list.length > 1 && typeof sock.cork === 'function';
+    if (cork) sock.cork();
+    for (let i = 0; i < list.length - 1; i++) sock.write(list[i]!);
     sock.write(list[list.length - 1]!, (e) => res(e ?? undefined));
-    void ok;
+    if (cork) sock.uncork();
   });
 }

@@ -57,14 +57,34 @@ const REQUEST_ID = 1;
 
 /** fcgi_do_request: runs the whole exchange on a connected socket. `env` is the finished
  *  environment (subprocess_env after ap_add_common_vars, ap_add_cgi_vars and the
- *  ProxyFCGISetEnvIf fixups). `body` yields the request body (prefetched part first). */
-export async function fcgiDoRequest(r: Request, b: FcgiBackend, env: Iterable<readonly [string, string]>, body: () => Promise<Buffer | null>): Promise<FcgiOutcome> {
+ *  ProxyFCGISetEnvIf fixups). `body` yields the request body (prefetched part first);
+ *  `whole`, when the whole body was read ahead (empty when there is none), is that body:
+ *  it is sent from there instead. */
+export async function fcgiDoRequest(r: Request, b: FcgiBackend, env: Iterable<readonly [string, string]>, body: () => Promise<Buffer | null>, whole?: Buffer): Promise<FcgiOutcome> {
   // Step 1: BEGIN_REQUEST.
-  // BEGIN_REQUEST and the environment go out in the same turn of the event loop: the backend's
-  // process is held from its accept until it has read them (PHP-FPM has a few children).
-  const begun = writeTo(b.socket, encodeBeginRequest(REQUEST_ID, FCGI_RESPONDER, b.keepConn ? FCGI_KEEP_CONN : 0));
+  // BEGIN_REQUEST and the environment go out in the same turn of the event loop, in one
+  // write, and with them the whole STDIN stream when the body is known (a request without
+  // one: its empty STDIN record): the backend's process is held from its accept until it has
+  // read them all (PHP-FPM has a few children), and each write wakes it to read a piece.
+  const begin = encodeBeginRequest(REQUEST_ID, FCGI_RESPONDER, b.keepConn ? FCGI_KEEP_CONN : 0);
   const params = encodeParams(REQUEST_ID, env, FCGI_PARAMS_RECORD_LIMIT);
+  if (whole !== undefined) {
+    const out = [begin, ...params.records, ...stdinRecords(whole, b.ioBufferSize)];
+    const e = await writeTo(b.socket, Buffer.concat(out));
+    if (e !== undefined) {
+      r.log(MODULE, APLOG_ERR, `AH01073: Failed Writing Request to ${b.serverPortStr}:`, r.rt.errno(e));
+      return { status: 503, close: true };
+    }
+    for (const name of params.skipped) {
+      r.log(MODULE, APLOG_WARNING, `AH02536: couldn't encode envvar '${name}' in ${FCGI_PARAMS_RECORD_LIMIT} bytes`);
+    }
+    return dispatch(r, b, NO_BODY, true);
+  }
+  const corked = typeof (b.socket as Partial<Pick<Duplex, 'cork'>>).cork === 'function';
+  if (corked) b.socket.cork();
+  const begun = writeTo(b.socket, begin);
   const sent = writeTo(b.socket, params.records);
+  if (corked) b.socket.uncork();
   let e = await begun;
   if (e !== undefined) {
     r.log(MODULE, APLOG_ERR, `AH01073: Failed Writing Request to ${b.serverPortStr}:`, r.rt.errno(e));
@@ -79,8 +99,27 @@ export async function fcgiDoRequest(r: Request, b: FcgiBackend, env: Iterable<re
     r.log(MODULE, APLOG_ERR, `AH01074: Failed writing Environment to ${b.serverPortStr}:`, r.rt.errno(e));
     return { status: 503, close: true };
   }
-  // Step 3: the records.
-  const d = new Dispatch(r, b, body);
+  return dispatch(r, b, body, false);
+}
+
+const NO_BODY = (): Promise<Buffer | null> => Promise.resolve(null);
+
+/** The STDIN records of a whole body: pieces of at most ioBufferSize bytes (as the pump sends
+ *  them), then the empty record that ends the stream. */
+function stdinRecords(body: Buffer, size: number): Buffer[] {
+  const out: Buffer[] = [];
+  for (let at = 0; at < body.length; at += size) {
+    out.push(...encodeStream(FcgiType.STDIN, REQUEST_ID, body.subarray(at, Math.min(body.length, at + size))));
+  }
+  out.push(...encodeStream(FcgiType.STDIN, REQUEST_ID, EMPTY));
+  return out;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** Step 3: the records (and the body's STDIN records unless `stdinSent`). */
+async function dispatch(r: Request, b: FcgiBackend, body: () => Promise<Buffer | null>, stdinSent: boolean): Promise<FcgiOutcome> {
+  const d = new Dispatch(r, b, body, stdinSent);
   const rv = await d.run();
   if (rv === undefined) return { status: OK, close: !b.keepConn || d.abandoned };
   if (r.connection.aborted) {
@@ -126,12 +165,16 @@ class Dispatch {
   private stdinError: { rv: AprError; err: string; bad: boolean; status: number } | undefined;
   private done = false;
 
-  constructor(private readonly r: Request, private readonly b: FcgiBackend, private readonly body: () => Promise<Buffer | null>) {
+  constructor(private readonly r: Request, private readonly b: FcgiBackend, private readonly body: () => Promise<Buffer | null>, private readonly stdinSent: boolean) {
     this.reader = new BackendReader(b.socket);
   }
 
   /** undefined on success, else the APR error that stopped it (err/badRequest say more). */
   async run(): Promise<AprError | undefined> {
+    if (this.stdinSent) {
+      this.pumpFinished = true;
+      return this.readRecords();
+    }
     const pump = this.pumpStdin().finally(() => { this.pumpFinished = true; });
     try {
       return await this.readRecords();
@@ -211,7 +254,17 @@ class Dispatch {
   private async handleChunk(c: Buffer): Promise<AprError | undefined> {
     const { r } = this;
     let mayflush = false;
-    for (const ev of this.records.push(c)) {
+    const events = this.records.push(c);
+    if (!this.b.keepConn) {
+      // The exchange ends in this chunk and the connection is not kept: it is closed before
+      // the answer is passed on. The backend's process waits for that close (PHP-FPM reads
+      // its connection to the end before it takes the next one), so it is not kept waiting
+      // while the client's response is written.
+      for (const ev of events) {
+        if (ev.kind === 'record-end' && ev.header.type === FcgiType.END_REQUEST) { this.b.socket.destroy(); break; }
+      }
+    }
+    for (const ev of events) {
       if (ev.kind === 'header') {
         const h = ev.header;
         if (h.version !== FCGI_VERSION_1) {

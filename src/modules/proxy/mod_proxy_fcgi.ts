@@ -77,7 +77,7 @@ export function fcgiCanon(r: Request, url: string, h: CanonHelpers): number {
 /** The request body as ap_proxy_prefetch_input leaves it: read ahead up to MAX_MEM_SPOOL
  *  bytes before connecting, Content-Length set from it when that was all of it (a chunked
  *  body becomes a counted one), the whole of it spooled when proxy-sendcl asks for a length. */
-async function prefetchBody(r: Request, ioBufferSize: number): Promise<{ status: number; next: () => Promise<Buffer | null> }> {
+async function prefetchBody(r: Request, ioBufferSize: number): Promise<{ status: number; next: () => Promise<Buffer | null>; whole: Buffer | undefined }> {
   const oldTe = r.headersIn.get('Transfer-Encoding');
   let oldCl: string | undefined;
   if (oldTe !== undefined) r.headersIn.unset('Content-Length');
@@ -105,13 +105,15 @@ async function prefetchBody(r: Request, ioBufferSize: number): Promise<{ status:
       if (oldTe !== undefined) r.headersIn.unset('Transfer-Encoding');
     }
   } catch (e) {
-    return { status: e instanceof FilterError ? e.status : 400, next: () => Promise.resolve(null) };
+    return { status: e instanceof FilterError ? e.status : 400, next: () => Promise.resolve(null), whole: undefined };
   }
   // What was read ahead goes out in records of up to ProxyIOBufferSize bytes, however the
   // client's chunks fell (httpd partitions the prefetched brigade by iobuf_size).
   let ahead = pieces.length > 0 ? Buffer.concat(pieces) : null;
   return {
     status: OK,
+    // All of it read: the exchange sends it with the environment.
+    whole: ended ? (ahead ?? Buffer.alloc(0)) : undefined,
     next: () => {
       if (ahead !== null) {
         const p = ahead.subarray(0, ioBufferSize);
@@ -166,7 +168,7 @@ export async function fcgiHandle(r: Request, call: SchemeCall, proxyname = '(nul
       r.log(MODULE, APLOG_ERR, `AH01074: Failed writing Environment to ${call.serverPortStr}:`, { code: 20014, text: 'Internal error (specific information not available)' });
       return 503;
     }
-    const out = await fcgiDoRequest(r, backend, r.subprocessEnv, body.next);
+    const out = await fcgiDoRequest(r, backend, r.subprocessEnv, body.next, body.whole);
     close = out.close;
     return out.status;
   } finally {
