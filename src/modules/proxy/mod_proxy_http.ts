@@ -7,6 +7,7 @@
 // errors (AH01114, AH01102, AH01106, AH01110, ...). It reaches mod_proxy only through the
 // "proxy_api" provider.
 
+import type * as net from 'node:net';
 import {
   defineModule, MODULE_API_VERSION, DECLINED, DONE, OK, type ModuleDecl,
 } from '../../server/module.js';
@@ -241,6 +242,29 @@ function writeTo(conn: ProxyConn, data: Buffer | string): Promise<boolean> {
   });
 }
 
+/** The request heads written during this event-loop turn go to their backends together at its
+ *  end (the check phase), as the server's responses go to their clients: a backend on the
+ *  same CPU is then woken once for the turn's requests instead of taking the CPU from this
+ *  process after each one. Measured with plume (1 worker) and a bare Node backend on one CPU,
+ *  1 KB through ProxyPass at 50 connections, alternating with the build before: 79-100 µs of
+ *  the worker's CPU per request against 104-121 µs. */
+let turnHeads: net.Socket[] = [];
+function uncorkTurnHeads(): void {
+  const list = turnHeads;
+  turnHeads = [];
+  for (let i = 0; i < list.length; i++) list[i]!.uncork();
+}
+function writeHeadAtTurnEnd(conn: ProxyConn, data: Buffer): Promise<boolean> {
+  const s = conn.socket;
+  if (s === null || s.destroyed) return Promise.resolve(false);
+  s.cork();
+  turnHeads.push(s);
+  if (turnHeads.length === 1) setImmediate(uncorkTurnHeads);
+  return new Promise((res) => {
+    s.write(data, (e) => res(e == null));
+  });
+}
+
 /** The body could not be passed to the backend (AH01084). */
 function passFailed(q: Req): number {
   const { r, conn } = q;
@@ -263,7 +287,7 @@ async function sendRequest(q: Req, built: { head: string; body: 'none' | 'cl' | 
   if (q.do100) out = [out[0]!];
   const first = Buffer.concat(out);
   sent += first.length;
-  if (!(await writeTo(conn, first))) return failed();
+  if (!(await writeHeadAtTurnEnd(conn, first))) return failed();
   q.api.countBytes(q.worker, sent, 0);
   if (q.do100) return OK;
   return streamBody(q, built, failed);
