@@ -35,6 +35,8 @@ function handler(port: () => number): (s: http2.ServerHttp2Stream, h: http2.Inco
         s.respond({
           ':status': 302, location: `http://127.0.0.1:${port()}/target`, 'content-location': `http://127.0.0.1:${port()}/cl`,
           'set-cookie': ['a=1; path=/; domain=backend.internal', 'b=2'], 'alt-svc': 'h3=":443"', 'x-dup': ['one', 'two'], 'content-type': 'text/plain',
+          // Link's URIs: a relative one, one on the backend's http URL, one elsewhere, parameters quoted and not, a second field.
+          link: [`</style.css>; rel=preload; as=style, <http://127.0.0.1:${port()}/next>;rel="next" ;title="a, b", <http://elsewhere.example/x>; rel=alternate`, '</img.png>;rel=preload;nopush'],
         });
         s.end('moved\n');
       } else if (p.startsWith('/reset')) {
@@ -99,6 +101,7 @@ function config(root: string, p: Ports): string {
     `SSLProxyCACertificateFile ${TLS}/ca.crt`,
     `ProxyPass /c/ h2c://127.0.0.1:${p.h2c}/`,
     `ProxyPassReverse /c/ http://127.0.0.1:${p.h2c}/`,
+    `ProxyPassReverse /c/ h2c://127.0.0.1:${p.h2c}/`,
     'ProxyPassReverseCookieDomain backend.internal front.example',
     `ProxyPass /s/ h2://localhost:${p.h2}/`,
     `ProxyPass /dead/ h2c://127.0.0.1:${p.dead}/`,
@@ -113,7 +116,7 @@ function config(root: string, p: Ports): string {
 
 interface Answer { status: number; headers: [string, string][]; body: string; log: string[] }
 
-const KEPT = ['content-type', 'location', 'content-location', 'set-cookie', 'via', 'x-dup', 'alt-svc', 'content-length'];
+const KEPT = ['content-type', 'location', 'content-location', 'set-cookie', 'via', 'x-dup', 'alt-svc', 'content-length', 'link'];
 
 /** One request over HTTP/1.1 and its answer, ports and the ServerRoot normalised. */
 async function ask(front: number, p: Ports, root: string, method: string, url: string, opts: { headers?: Record<string, string | string[]>; body?: Buffer } = {}): Promise<Answer> {
@@ -205,6 +208,11 @@ test('mod_proxy_http2: h2 and h2c backends, compared with Apache 2.4.71', async 
           assert.deepEqual(mine, theirs);
         }
         if (c.name === 'backend down') assert.equal(mine.status, 503);
+        if (c.name === 'reverse mapping') {
+          // Link's URIs through ProxyPassReverse (the relative one and the backend's own; not the other host's).
+          const links = mine.headers.filter(([k]) => k === 'link').map(([, v]) => v);
+          assert.deepEqual(links, ['</c/style.css>; rel=preload; as=style, <http://127.0.0.1:<front>/c/next>;rel="next" ;title="a, b", <http://elsewhere.example/x>; rel=alternate', '</c/img.png>;rel=preload;nopush']);
+        }
         if (c.name === 'stream reset before the response') assert.equal(mine.status, 502);
       });
     }

@@ -7,7 +7,7 @@
 // (hop-by-hop fields dropped, names camel-cased, cookies joined with "; ", Host carried as
 // :authority, "te: trailers", X-Forwarded-*), the body streamed; response fields as
 // h2_proxy_stream_add_header_out maps them (ProxyPassReverse on Location, Content-Location,
-// URI, Destination and Set-Cookie unless ProxyPreserveHost, Alt-Svc dropped, Via added).
+// URI, Destination, Set-Cookie and the URIs of Link unless ProxyPreserveHost, Alt-Svc dropped, Via added).
 // Errors as httpd's: 503 when the backend cannot be reached (mod_proxy's AH00957/AH00959),
 // 502 for a stream the backend resets, the client connection cut when the response had
 // started. It reaches mod_proxy only through the "proxy_api" provider.
@@ -15,7 +15,7 @@
 import * as http2 from 'node:http2';
 import { defineModule, MODULE_API_VERSION, DECLINED, OK, type ModuleDecl } from '../../server/module.js';
 import type { Request } from '../../server/request/request.js';
-import { APLOG_DEBUG, APLOG_ERR } from '../../server/log/levels.js';
+import { APLOG_DEBUG, APLOG_ERR, APLOG_TRACE2 } from '../../server/log/levels.js';
 import { coreDir } from '../../server/core/config.js';
 import { dataBucket, EOS, FilterError } from '../../server/filters.js';
 import { defaultPort, getServerName, getServerPort } from '../../server/core/server-name.js';
@@ -117,6 +117,8 @@ function hasToken(v: string | undefined, tok: string): boolean {
 /** The backend URL split as apr_uri_parse does for the stream's pseudo headers. */
 interface Target {
   readonly https: boolean;
+  /** The URL's scheme as written ("h2", "h2c"). */
+  readonly scheme: string;
   readonly authority: string;
   /** Path and query (APR_URI_UNP_OMITSITEPART). */
   readonly path: string;
@@ -170,7 +172,7 @@ export function targetOf(url: string): Target | undefined {
   const authority = port !== undefined && port !== def ? `${host}:${port}` : host;
   let path = m[4] ?? '';
   if (path === '' || path[0] === '?') path = '/' + path;
-  return { https, authority, path };
+  return { https, scheme: m[1]!, authority, path };
 }
 
 // ---- sessions -------------------------------------------------------------------------------
@@ -273,14 +275,96 @@ interface Ctx {
 /** How one stream ended before the response could be passed on. */
 type Outcome = { kind: 'done' } | { kind: 'retry' } | { kind: 'status'; status: number };
 
-/** process_proxy_header: the reverse mappings apply unless ProxyPreserveHost is on. */
-function addResponseHeader(r: Request, dconf: ProxyDirConf, name: string, value: string): void {
+/** process_proxy_header: the reverse mappings apply unless ProxyPreserveHost is on (Link's
+ *  URIs too, h2_proxy_link_reverse_map). */
+function addResponseHeader(r: Request, dconf: ProxyDirConf, t: Target, name: string, value: string): void {
   if (dconf.preserveHost !== true) {
     const k = name.toLowerCase();
     if (k === 'location' || k === 'content-location' || k === 'uri' || k === 'destination') { r.headersOut.add(name, locationReverseMap(r, dconf, value)); return; }
     if (k === 'set-cookie') { r.headersOut.add(name, cookieReverseMap(r, dconf, value)); return; }
+    if (k === 'link') {
+      r.headersOut.add(name, linkReverseMap(r, dconf, `${t.https ? 'https' : 'http'}://${t.authority}`, `${t.scheme}://${t.authority}`, value));
+      return;
+    }
   }
   r.headersOut.add(name, value);
+}
+
+// ---- Link (RFC 5988) ------------------------------------------------------------------------
+const isAlnum = (c: string): boolean => /^[A-Za-z0-9]$/.test(c);
+/** A link parameter's name character (RFC 5987 attr-char). */
+const attrChar = (c: string): boolean => isAlnum(c) || '!#$&+-.^_`|~'.includes(c);
+/** A link parameter's unquoted value character (ptokenchar). */
+const ptokenChar = (c: string): boolean => isAlnum(c) || "!#$&'()*+-./:<=>?@[]^_`{|}~".includes(c);
+
+/** h2_proxy_link_reverse_map: each <URI> of a Link value goes through ProxyPassReverse; a
+ *  relative one ("/x") is first put on the backend's URL (`pServerUri`, "h2c://host:port"),
+ *  and an absolute one on the backend's http(s) URL (`realServerUri`) is moved onto it, so
+ *  that ProxyPassReverse lines written for the h2/h2c URL apply; a mapped relative one loses
+ *  this server's own URL again. The value is read as httpd's parser reads it: it stops at the
+ *  first thing that is not a link, its parameters or a comma. */
+export function linkReverseMap(r: Request, dconf: ProxyDirConf, realServerUri: string, pServerUri: string, value: string): string {
+  if (r.proxyreq !== PROXYREQ_REVERSE) return value;
+  let s = value;
+  let i = 0;
+  let serverUri: string | undefined;
+  const skipWs = (): boolean => {
+    while (i < s.length && (s[i] === ' ' || s[i] === '\t')) i++;
+    return i < s.length;
+  };
+  const readChr = (c: string): boolean => {
+    if (i < s.length && s[i] === c) { i++; return true; }
+    return false;
+  };
+  const skipRun = (ok: (c: string) => boolean): boolean => {
+    if (!skipWs()) return false;
+    let j = i;
+    while (j < s.length && ok(s[j]!)) j++;
+    if (j === i) return false;
+    i = j;
+    return true;
+  };
+  const skipQstring = (): boolean => {
+    if (skipWs() && readChr('"')) {
+      const end = s.indexOf('"', i);
+      if (end >= 0) { i = end + 1; return true; }
+    }
+    return false;
+  };
+  const skipParam = (): boolean => {
+    if (!(skipWs() && readChr(';'))) return false;
+    if (!skipRun(attrChar)) return false;
+    // The value is optional.
+    if (skipWs() && readChr('=')) { if (!skipQstring()) skipRun(ptokenChar); }
+    return true;
+  };
+  for (;;) {
+    if (!(skipWs() && readChr('<'))) break;
+    const end = s.indexOf('>', i);
+    if (end < 0) break;
+    const start = i;
+    i = end + 1;
+    while (skipParam()) { /* the parameters are left as they are */ }
+    if (start < end) {
+      const link = s.slice(start, end);
+      const relative = link[0] === '/';
+      let buffer = link;
+      if (relative) buffer = pServerUri + link;
+      else if (realServerUri !== pServerUri && link.startsWith(realServerUri)) buffer = pServerUri + link.slice(realServerUri.length);
+      let mapped = locationReverseMap(r, dconf, buffer);
+      if (mapped !== buffer) {
+        if (relative) {
+          serverUri ??= r.rt.constructUrl(r, '');
+          if (mapped.startsWith(serverUri)) mapped = mapped.slice(serverUri.length);
+        }
+        s = s.slice(0, start) + mapped + s.slice(end);
+        if (i >= end) i += mapped.length - (end - start);
+      }
+    }
+    if (!(skipWs() && readChr(','))) break;
+  }
+  if (r.wantsLog(MOD, APLOG_TRACE2)) r.log(MOD, APLOG_TRACE2, `link_reverse_map ${value} --> ${s}`);
+  return s;
 }
 
 /** ap_send_interim_response for a forwarded 1xx. */
@@ -356,7 +440,7 @@ function runStream(q: Ctx, s: Session): Promise<Outcome> {
       for (let i = 0; i + 1 < pairs.length; i += 2) {
         const k = pairs[i]!;
         if (k.startsWith(':') || IGNORED_RESPONSE.has(k)) continue;
-        addResponseHeader(r, dconf, camelCase(k), pairs[i + 1]!);
+        addResponseHeader(r, dconf, q.target, camelCase(k), pairs[i + 1]!);
       }
       if (saved.length > 0) {
         const now = r.headersOut.getAll('Set-Cookie');
