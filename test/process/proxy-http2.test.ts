@@ -39,6 +39,10 @@ function handler(port: () => number): (s: http2.ServerHttp2Stream, h: http2.Inco
           link: [`</style.css>; rel=preload; as=style, <http://127.0.0.1:${port()}/next>;rel="next" ;title="a, b", <http://elsewhere.example/x>; rel=alternate`, '</img.png>;rel=preload;nopush'],
         });
         s.end('moved\n');
+      } else if (p.startsWith('/trailers')) {
+        s.respond({ ':status': 200, 'content-type': 'text/plain' }, { waitForTrailers: true });
+        s.on('wantTrailers', () => s.sendTrailers({ 'x-trail': 'done', 'location': `http://127.0.0.1:${port()}/after` }));
+        s.end('body before trailers\n');
       } else if (p.startsWith('/reset')) {
         s.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
       } else if (p.startsWith('/cut')) {
@@ -97,6 +101,8 @@ function config(root: string, p: Ports): string {
     'LogLevel warn',
     `DocumentRoot "${root}/htdocs"`,
     'ProxyVia On',
+    'LogFormat "%r %>s [%{X-Trail}^to] [%{Location}^to]" trail',
+    `CustomLog ${root}/logs/trail_log trail`,
     'SSLProxyEngine On',
     `SSLProxyCACertificateFile ${TLS}/ca.crt`,
     `ProxyPass /c/ h2c://127.0.0.1:${p.h2c}/`,
@@ -216,6 +222,26 @@ test('mod_proxy_http2: h2 and h2c backends, compared with Apache 2.4.71', async 
         if (c.name === 'stream reset before the response') assert.equal(mine.status, 502);
       });
     }
+
+    await t.test('response trailers of the backend: in the response\'s trailers (%{...}^to), reverse-mapped', async () => {
+      const lastLine = async (root: string): Promise<string> => {
+        const file = path.join(root, 'logs/trail_log');
+        for (let n = 0; n < 200; n++) {
+          const lines = fs.existsSync(file) ? fs.readFileSync(file, 'latin1').split('\n').filter((l) => l.includes('/c/trailers')) : [];
+          if (lines.length > 0) return lines[lines.length - 1]!;
+          await new Promise((r) => setTimeout(r, 25));
+        }
+        return '';
+      };
+      const mine = await ask(plume.p.front, plume.p, plume.root, 'GET', '/c/trailers');
+      assert.equal(mine.body, 'body before trailers\n');
+      const line = (await lastLine(plume.root)).split(`:${plume.p.front}`).join(':<front>');
+      assert.equal(line, 'GET /c/trailers HTTP/1.1 200 [done] [http://127.0.0.1:<front>/c/after]');
+      if (apache !== undefined) {
+        await ask(apache.p.front, apache.p, apache.root, 'GET', '/c/trailers');
+        assert.equal((await lastLine(apache.root)).split(`:${apache.p.front}`).join(':<front>'), line);
+      }
+    });
 
     await t.test('one HTTP/2 session per backend shared by concurrent requests', async () => {
       const before = h2c.sessions;

@@ -15,6 +15,7 @@
 import * as http2 from 'node:http2';
 import { defineModule, MODULE_API_VERSION, DECLINED, OK, type ModuleDecl } from '../../server/module.js';
 import type { Request } from '../../server/request/request.js';
+import { HeaderTable } from '../../server/request/headers.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_TRACE2 } from '../../server/log/levels.js';
 import { coreDir } from '../../server/core/config.js';
 import { dataBucket, EOS, FilterError } from '../../server/filters.js';
@@ -277,17 +278,17 @@ type Outcome = { kind: 'done' } | { kind: 'retry' } | { kind: 'status'; status: 
 
 /** process_proxy_header: the reverse mappings apply unless ProxyPreserveHost is on (Link's
  *  URIs too, h2_proxy_link_reverse_map). */
-function addResponseHeader(r: Request, dconf: ProxyDirConf, t: Target, name: string, value: string): void {
+function addResponseHeader(r: Request, out: HeaderTable, dconf: ProxyDirConf, t: Target, name: string, value: string): void {
   if (dconf.preserveHost !== true) {
     const k = name.toLowerCase();
-    if (k === 'location' || k === 'content-location' || k === 'uri' || k === 'destination') { r.headersOut.add(name, locationReverseMap(r, dconf, value)); return; }
-    if (k === 'set-cookie') { r.headersOut.add(name, cookieReverseMap(r, dconf, value)); return; }
+    if (k === 'location' || k === 'content-location' || k === 'uri' || k === 'destination') { out.add(name, locationReverseMap(r, dconf, value)); return; }
+    if (k === 'set-cookie') { out.add(name, cookieReverseMap(r, dconf, value)); return; }
     if (k === 'link') {
-      r.headersOut.add(name, linkReverseMap(r, dconf, `${t.https ? 'https' : 'http'}://${t.authority}`, `${t.scheme}://${t.authority}`, value));
+      out.add(name, linkReverseMap(r, dconf, `${t.https ? 'https' : 'http'}://${t.authority}`, `${t.scheme}://${t.authority}`, value));
       return;
     }
   }
-  r.headersOut.add(name, value);
+  out.add(name, value);
 }
 
 // ---- Link (RFC 5988) ------------------------------------------------------------------------
@@ -440,7 +441,7 @@ function runStream(q: Ctx, s: Session): Promise<Outcome> {
       for (let i = 0; i + 1 < pairs.length; i += 2) {
         const k = pairs[i]!;
         if (k.startsWith(':') || IGNORED_RESPONSE.has(k)) continue;
-        addResponseHeader(r, dconf, q.target, camelCase(k), pairs[i + 1]!);
+        addResponseHeader(r, r.headersOut, dconf, q.target, camelCase(k), pairs[i + 1]!);
       }
       if (saved.length > 0) {
         const now = r.headersOut.getAll('Set-Cookie');
@@ -459,6 +460,17 @@ function runStream(q: Ctx, s: Session): Promise<Outcome> {
         r.headersOut.add('Via', via === 'full' ? `${v} (${VIA_BANNER})` : v);
       }
       void passBody(q, stream).then(() => finish({ kind: 'done' }));
+    });
+    // Fields after the body go to the response's trailers, mapped as the header fields are
+    // (h2_proxy_stream_add_header_out once the headers ended).
+    stream.on('trailers', (h: http2.IncomingHttpHeaders, _flags: number, raw?: string[]) => {
+      const pairs = raw ?? Object.entries(h).flatMap(([k, v]) => (Array.isArray(v) ? v.flatMap((x) => [k, x]) : [k, String(v)]));
+      for (let i = 0; i + 1 < pairs.length; i += 2) {
+        const k = pairs[i]!;
+        if (k.startsWith(':') || IGNORED_RESPONSE.has(k)) continue;
+        r.trailersOut ??= new HeaderTable();
+        addResponseHeader(r, r.trailersOut, dconf, q.target, camelCase(k), pairs[i + 1]!);
+      }
     });
     stream.on('error', () => { /* reported through 'close' and rstCode */ });
     stream.once('close', () => {

@@ -140,6 +140,9 @@ export class Request {
   headersIn = new HeaderTable();
   headersOut = new HeaderTable();
   errHeadersOut = new HeaderTable();
+  /** Trailer fields of the response (httpd's r->trailers_out: what a proxied HTTP/2 backend
+   *  sent after its body; logged by %{...}^to); null until a module sets one. */
+  trailersOut: HeaderTable | null = null;
   subprocessEnv = new Map<string, string>();
   notes = new Map<string, string>();
 
