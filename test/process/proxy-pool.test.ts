@@ -2,12 +2,14 @@
 // child): with max= connections in use a request waits for one to come back — at most acquire=
 // ms, then 503 and "(70007)...: AH00941: http: failed to acquire connection for (host:port)" —
 // and gets the connection given back; ttl= closes a pooled connection idle that long instead of
-// reusing it (smax=0 lets every idle one go once ttl= has passed).
+// reusing it (smax=0 lets every idle one go once ttl= has passed); keepalive=On sets TCP
+// keep-alive on backend connections.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import { execFileSync } from 'node:child_process';
 import { makeSite, startPlume, freePort, sleep } from './process-lib.js';
 
 interface Got { status: number; body: string }
@@ -44,6 +46,7 @@ test('max= with acquire=, max= without it, ttl= with smax=', { timeout: 60000 },
     `ProxyPass /a http://127.0.0.1:${bport}/a max=1 acquire=300`,
     `ProxyPass /b http://127.0.0.1:${bport}/b max=1`,
     `ProxyPass /c http://127.0.0.1:${bport}/c smax=0 ttl=1`,
+    `ProxyPass /k http://127.0.0.1:${bport}/k keepalive=On`,
   ]);
   const run = await startPlume(site);
   const port = site.port;
@@ -76,6 +79,17 @@ test('max= with acquire=, max= without it, ttl= with smax=', { timeout: 60000 },
     assert.equal(r1.status, 200);
     assert.equal(r2.status, 200);
     assert.equal(r2.body.split(' ')[1], r1.body.split(' ')[1], 'the waiting request got the same backend connection');
+
+    // keepalive=On: the pooled backend connection has TCP keep-alive (ss shows its timer);
+    // without it (/c) none.
+    const k = await get(port, '/k/1');
+    const c0 = await get(port, '/c/0');
+    const ss = execFileSync('ss', ['-tnoH', 'state', 'established', `dport = :${bport}`], { encoding: 'latin1' });
+    const lineOf = (p: string): string => ss.split('\n').find((l) => l.includes(`127.0.0.1:${p} `)) ?? '';
+    assert.match(lineOf(k.body.split(' ')[1]!), /timer:\(keepalive/);
+    const plain = lineOf(c0.body.split(' ')[1]!);
+    assert.notEqual(plain, '', 'the pooled connection of /c is open');
+    assert.doesNotMatch(plain, /timer:\(keepalive/);
 
     // ttl=1 smax=0: reused at once, not after a second idle.
     const c1 = await get(port, '/c/1');

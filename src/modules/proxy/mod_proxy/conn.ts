@@ -291,6 +291,9 @@ export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWor
       clearTimeout(timer);
       sock.off('error', fail);
       sock.setNoDelay(true);
+      // keepalive=On: TCP keep-alive probes on the backend connection (SO_KEEPALIVE, with the
+      // system's idle time; libuv also sets its own probe interval and count).
+      if (w.params.keepalive === true) sock.setKeepAlive(true);
       c.addr = c.udsPath !== '' ? c.udsPath : `${sock.remoteAddress ?? c.hostname}:${sock.remotePort ?? c.port}`;
       c.attach(sock);
       w.s.status &= ~PROXY_WORKER_IN_ERROR;
