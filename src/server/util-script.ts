@@ -14,6 +14,7 @@ import { meetsConditions, rationalizeMtime, updateMtime } from './http/condition
 import { parseHttpDate, toHttpDate } from './log/time.js';
 import { APLOG_ERR, APLOG_INFO, APLOG_TRACE1, APLOG_TRACE4 } from './log/levels.js';
 import { OK } from './module.js';
+import { atoi } from '../lib/c-numbers.js';
 
 /** httpd's DEFAULT_PATH, the PATH a script gets when the server has none. */
 export const DEFAULT_PATH = '/bin:/usr/bin:/usr/ucb:/usr/bsd:/usr/local/bin';
@@ -292,8 +293,3 @@ export async function scanScriptHeader(r: Request, gets: ScriptGets, lg: ScriptH
   }
 }
 
-/** C's atoi: leading blanks, a sign, digits; 0 when none. */
-function atoi(s: string): number {
-  const m = /^[ \t\n\v\f\r]*([+-]?\d+)/.exec(s);
-  return m ? parseInt(m[1]!, 10) : 0;
-}

@@ -22,7 +22,8 @@ import { APLOG_CRIT, APLOG_DEBUG, APLOG_EMERG, APLOG_ERR, APLOG_WARNING, levelFo
 import { EOS, FLUSH, dataBucket } from '../../server/filters.js';
 import { SLOTMEM_TYPE_PREGRAB, type SlotmemInstance, type SlotmemProvider } from '../../server/slotmem.js';
 import type { WatchdogState } from '../../server/watchdog.js';
-import { DEFAULT_HEARTBEAT_STORAGE, HM_SLOT_SIZE, argsToMap, atoi, decodeHbSlot, encodeHbSlot } from '../proxy/balancers/heartbeat-data.js';
+import { DEFAULT_HEARTBEAT_STORAGE, HM_SLOT_SIZE, argsToMap, decodeHbSlot, encodeHbSlot } from '../proxy/balancers/heartbeat-data.js';
+import { atoi } from '../../lib/c-numbers.js';
 import { parseHbAddress, type HbAddress } from './heartbeat-address.js';
 
 const WATCHDOG_NAME = '_heartmonitor_';

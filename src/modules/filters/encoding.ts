@@ -1,5 +1,5 @@
 // What mod_deflate and mod_brotli share: httpd's token reading of Content-Encoding and
-// Accept-Encoding (ap_get_token), the ETag change for a coded response, C's atoi, the
+// Accept-Encoding (ap_get_token), the ETag change for a coded response, the
 // headers of a coded response, the note and ETag directives' parsing and the replay of a
 // kept compressed body.
 
@@ -11,13 +11,6 @@ export const ETAG_ADDSUFFIX: EtagOpt = 0;
 export const ETAG_NOCHANGE: EtagOpt = 1;
 export const ETAG_REMOVE: EtagOpt = 2;
 
-/** C's atoi: leading blanks, a sign, digits; 0 when there are none. */
-export function cAtoi(s: string): number {
-  const m = /^[ \t\n\v\f\r]*([+-]?\d+)/.exec(s);
-  if (!m) return 0;
-  const n = Number(m[1]);
-  return n > 2147483647 || n < -2147483648 ? (n > 0 ? -1 : 0) : n;
-}
 
 function isSpace(c: string): boolean {
   return c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\v' || c === '\f';

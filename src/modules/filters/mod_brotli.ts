@@ -15,9 +15,10 @@ import {
 import { APLOG_ERR, APLOG_TRACE1 } from '../../server/log/levels.js';
 import { compressedCache, wholeFile } from './compressed-cache.js';
 import {
-  acceptsCoding, cAtoi, dataBuckets as data, hasContentCoding, parseEtagOpt, replayPasses, responseEncoding, setCodingHeaders, setCodingNote,
+  acceptsCoding, dataBuckets as data, hasContentCoding, parseEtagOpt, replayPasses, responseEncoding, setCodingHeaders, setCodingNote,
   ETAG_ADDSUFFIX, type CodingNotes, type EtagOpt,
 } from './encoding.js';
+import { atoi } from '../../lib/c-numbers.js';
 
 export interface BrotliServer extends CodingNotes {
   quality: number;
@@ -38,21 +39,21 @@ function setNote(cmd: Cmd, a: string, b: string | undefined): string | undefined
 }
 
 function setQuality(cmd: Cmd, arg: string): string | undefined {
-  const v = cAtoi(arg);
+  const v = atoi(arg);
   if (v < 0 || v > 11) return 'BrotliCompressionQuality must be between 0 and 11';
   cmd.srv.quality = v;
   return undefined;
 }
 
 function setWindow(cmd: Cmd, arg: string): string | undefined {
-  const v = cAtoi(arg);
+  const v = atoi(arg);
   if (v < 10 || v > 24) return 'BrotliCompressionWindow must be between 10 and 24';
   cmd.srv.lgwin = v;
   return undefined;
 }
 
 function setBlock(cmd: Cmd, arg: string): string | undefined {
-  const v = cAtoi(arg);
+  const v = atoi(arg);
   if (v < 16 || v > 24) return 'BrotliCompressionMaxInputBlock must be between 16 and 24';
   cmd.srv.lgblock = v;
   return undefined;

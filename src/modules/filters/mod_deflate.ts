@@ -26,9 +26,10 @@ import { coreDir } from '../../server/core/core-module.js';
 import { DEFAULT_LIMIT_REQUEST_BODY } from '../../server/http/http-core.js';
 import { compressedCache, wholeFile, parseCacheSize, DEFAULT_CACHE_BYTES } from './compressed-cache.js';
 import {
-  cAtoi, dataBuckets, hasContentCoding, acceptsCoding, parseEtagOpt, replayPasses, responseEncoding, setCodingHeaders, setCodingNote,
+  dataBuckets, hasContentCoding, acceptsCoding, parseEtagOpt, replayPasses, responseEncoding, setCodingHeaders, setCodingNote,
   alterEtag, ETAG_ADDSUFFIX, ETAG_NOCHANGE, type CodingNotes, type EtagOpt,
 } from './encoding.js';
+import { atoi } from '../../lib/c-numbers.js';
 
 // ---- configuration ---------------------------------------------------------------------------
 
@@ -72,14 +73,14 @@ function createDirConfig(): DeflateDir {
 type Cmd = CmdParms<DeflateServer, DeflateDir>;
 
 function setWindowSize(cmd: Cmd, arg: string): string | undefined {
-  const i = cAtoi(arg);
+  const i = atoi(arg);
   if (i < 1 || i > 15) return 'DeflateWindowSize must be between 1 and 15';
   cmd.srv.windowSize = i;
   return undefined;
 }
 
 function setBufferSize(cmd: Cmd, arg: string): string | undefined {
-  const n = cAtoi(arg);
+  const n = atoi(arg);
   if (n <= 0) return 'DeflateBufferSize should be positive';
   cmd.srv.bufferSize = n;
   return undefined;
@@ -90,7 +91,7 @@ function setNote(cmd: Cmd, a: string, b: string | undefined): string | undefined
 }
 
 function setMemLevel(cmd: Cmd, arg: string): string | undefined {
-  const i = cAtoi(arg);
+  const i = atoi(arg);
   if (i < 1 || i > 9) return 'DeflateMemLevel must be between 1 and 9';
   cmd.srv.memLevel = i;
   return undefined;
@@ -104,7 +105,7 @@ function setEtag(cmd: Cmd, arg: string): string | undefined {
 }
 
 function setCompressionLevel(cmd: Cmd, arg: string): string | undefined {
-  const i = cAtoi(arg);
+  const i = atoi(arg);
   if (i < 1 || i > 9) return 'Compression Level must be between 1 and 9';
   cmd.srv.compressionLevel = i;
   return undefined;
@@ -124,14 +125,14 @@ function setInflateLimit(cmd: Cmd, arg: string): string | undefined {
 }
 
 function setRatioLimit(cmd: Cmd, arg: string): string | undefined {
-  const i = cAtoi(arg);
+  const i = atoi(arg);
   if (i <= 0) return 'DeflateInflateRatioLimit must be positive';
   cmd.dir.ratioLimit = i;
   return undefined;
 }
 
 function setRatioBurst(cmd: Cmd, arg: string): string | undefined {
-  const i = cAtoi(arg);
+  const i = atoi(arg);
   if (i <= 0) return 'DeflateInflateRatioBurst must be positive';
   cmd.dir.ratioBurst = i;
   return undefined;

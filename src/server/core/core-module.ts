@@ -26,6 +26,7 @@ import type { ServerRec } from '../server-rec.js';
 import type { Request } from '../request/request.js';
 import { translateName, mapToStorage, coreTypeChecker, coreOverrideType, defaultHandler, handlerName } from './core-hooks.js';
 import { globals } from './globals.js';
+import { atoi, strtoi64 } from '../../lib/c-numbers.js';
 import { upgradeHandler, upgradeStorage } from '../http/protocols.js';
 import { resolveHostSync } from './resolve.js';
 
@@ -235,24 +236,6 @@ function limitField(key: 'limitRequestLine' | 'limitRequestFieldSize' | 'limitRe
   };
 }
 
-/** C's atoi(): strtol, then truncated to a 32-bit int (so very large numbers wrap). */
-function atoi(text: string): number {
-  return Number(BigInt.asIntN(32, strtoi64(text).value));
-}
-
-const INT64_MAX = 9223372036854775807n;
-
-/** strtol-style parsing (apr_strtoi64): leading white space, a sign, decimal digits; returns
- *  the value (saturated), whether it overflowed, and the text after the number. */
-function strtoi64(text: string): { value: bigint; overflow: boolean; rest: string } {
-  const m = /^[ \t\n\v\f\r]*([+-]?)(\d*)/.exec(text)!;
-  if (m[2] === '') return { value: 0n, overflow: false, rest: text };
-  let v = BigInt(m[2]!);
-  let overflow = false;
-  if (v > INT64_MAX) { v = INT64_MAX + (m[1] === '-' ? 1n : 0n); overflow = true; }
-  return { value: m[1] === '-' ? -v : v, overflow, rest: text.slice(m[0].length) };
-}
-
 function limitRequestBody(cmd: Cmd, arg: string): string | undefined {
   const n = strtoi64(arg);
   if (n.overflow) return 'LimitRequestBody argument is not parsable.';
@@ -346,23 +329,17 @@ function allowEncodedSlashes(cmd: Cmd, arg: string): string | undefined {
 
 /** LimitInternalRecursion redirects [subrequests]: one number sets both (httpd's atoi). */
 function limitInternalRecursion(cmd: Cmd, redirects: string, subreqs: string | undefined): string | undefined {
-  let limit = atoiPrefix(redirects);
+  let limit = atoi(redirects);
   if (limit <= 0) return 'The recursion limit must be greater than zero.';
   if (limit < 4) cmd.log('core', 4, 'AH00119: Limiting internal redirects to very low numbers may cause normal requests to fail.');
   cmd.srv.redirectLimit = limit;
   if (subreqs !== undefined) {
-    limit = atoiPrefix(subreqs);
+    limit = atoi(subreqs);
     if (limit <= 0) return 'The recursion limit must be greater than zero.';
     if (limit < 4) cmd.log('core', 4, 'AH00120: Limiting the subrequest depth to a very low level may cause normal requests to fail.');
   }
   cmd.srv.subreqLimit = limit;
   return undefined;
-}
-
-/** C's atoi: leading blanks, a sign, the digits that follow; 0 without any. */
-function atoiPrefix(s: string): number {
-  const m = /^[ \t\n\v\f\r]*([+-]?\d+)/.exec(s);
-  return m ? Math.max(-2147483648, Math.min(2147483647, parseInt(m[1]!, 10))) : 0;
 }
 
 /** ServerPath: the path prefix of a name-based vhost for clients that send no host name. */
@@ -718,6 +695,49 @@ function recorded(name: string) {
   };
 }
 
+// DIFFERENCE: SendBufferSize and ReceiveBufferSize are checked as httpd checks them but set no
+// SO_SNDBUF/SO_RCVBUF (Node cannot on TCP sockets); MaxMemFree sizes APR's allocator, which a
+// Node process does not have; CoreDumpDirectory is where httpd dumps core, and plume logs an
+// uncaught error instead of dumping core. See docs/differences.md.
+
+/** SendBufferSize / ReceiveBufferSize (listen.c): atoi, at least 512 or 0 for the system's. */
+function socketBufferSize(name: string) {
+  return (cmd: Cmd, raw: string): string | undefined => {
+    const err = cmd.checkContext(GLOBAL_ONLY);
+    if (err !== undefined) return err;
+    const n = atoi(raw);
+    if (n < 512 && n !== 0) return `${name} must be >= 512 bytes, or 0 for system default.`;
+    globals(cmd.ctx).recorded.push(`${name} ${raw}`);
+    return undefined;
+  };
+}
+
+/** MaxMemFree (mpm_common.c): strtol, negative or out of range refused. */
+function maxMemFree(cmd: Cmd, raw: string): string | undefined {
+  const err = cmd.checkContext(GLOBAL_ONLY);
+  if (err !== undefined) return err;
+  const n = strtoi64(raw);
+  if (n.value < 0n || n.overflow) return `Invalid MaxMemFree value: ${raw}`;
+  globals(cmd.ctx).recorded.push(`MaxMemFree ${raw}`);
+  return undefined;
+}
+
+/** CoreDumpDirectory (mpm_common.c): ServerRoot-relative, an existing directory. */
+function coreDumpDirectory(cmd: Cmd, raw: string): string | undefined {
+  const err = cmd.checkContext(GLOBAL_ONLY);
+  if (err !== undefined) return err;
+  const dir = cmd.ctx.serverRootRelative(raw);
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(dir);
+  } catch {
+    return `CoreDumpDirectory ${dir} does not exist`;
+  }
+  if (!st.isDirectory()) return `CoreDumpDirectory ${dir} is not a directory`;
+  globals(cmd.ctx).recorded.push(`CoreDumpDirectory ${raw}`);
+  return undefined;
+}
+
 /** CGIVar: REQUEST_URI is the only variable with rules (core.c set_cgi_var). */
 function cgiVar(cmd: Cmd, name: string, rule: string): string | undefined {
   const lower = rule.toLowerCase();
@@ -787,10 +807,10 @@ const coreDirectives: DirectiveSpec<CoreServerConfig, CoreDirConfig>[] = [
   directive({ name: 'PidFile', args: 'TAKE1', where: SRV, help: 'A file for logging the server process ID', handler: pidFile }),
   directive({ name: 'DefaultRuntimeDir', args: 'TAKE1', where: SRV, help: 'Base directory for temporary files', handler: defaultRuntimeDir }),
   directive({ name: 'GracefulShutdownTimeout', args: 'TAKE1', where: SRV, help: 'Maximum time in seconds to wait for child processes to complete transactions during shutdown', handler: gracefulShutdownTimeout }),
-  directive({ name: 'SendBufferSize', args: 'TAKE1', where: SRV, help: 'Send buffer size in bytes', handler: recorded('SendBufferSize') }),
-  directive({ name: 'ReceiveBufferSize', args: 'TAKE1', where: SRV, help: 'Receive buffer size in bytes', handler: recorded('ReceiveBufferSize') }),
-  directive({ name: 'MaxMemFree', args: 'TAKE1', where: SRV, help: 'Maximum number of 1k blocks a particular child\'s allocator may hold.', handler: recorded('MaxMemFree') }),
-  directive({ name: 'CoreDumpDirectory', args: 'TAKE1', where: SRV, help: 'The location of the directory Apache changes to before dumping core', handler: recorded('CoreDumpDirectory') }),
+  directive({ name: 'SendBufferSize', args: 'TAKE1', where: SRV, help: 'Send buffer size in bytes', handler: socketBufferSize('SendBufferSize') }),
+  directive({ name: 'ReceiveBufferSize', args: 'TAKE1', where: SRV, help: 'Receive buffer size in bytes', handler: socketBufferSize('ReceiveBufferSize') }),
+  directive({ name: 'MaxMemFree', args: 'TAKE1', where: SRV, help: 'Maximum number of 1k blocks a particular child\'s allocator may hold.', handler: maxMemFree }),
+  directive({ name: 'CoreDumpDirectory', args: 'TAKE1', where: SRV, help: 'The location of the directory Apache changes to before dumping core', handler: coreDumpDirectory }),
   directive({ name: 'ScoreBoardFile', args: 'TAKE1', where: SRV, help: 'A file for Apache to maintain runtime process management information', handler: recorded('ScoreBoardFile') }),
   directive({ name: 'ExtendedStatus', args: 'FLAG', where: SRV, help: '"On" to track extended status information, "Off" to disable', handler: (cmd: Cmd, on: boolean) => cmd.checkContext(GLOBAL_ONLY) ?? void (globals(cmd.ctx).extendedStatus = on) }),
   directive({ name: 'SeeRequestTail', args: 'FLAG', where: SRV, help: 'For extended status, "on" to see the last 63 chars of the request line, "off" (default) to see the first 63', handler: (cmd: Cmd, on: boolean) => cmd.checkContext(GLOBAL_ONLY) ?? void (globals(cmd.ctx).seeRequestTail = on) }),

@@ -13,6 +13,7 @@ import { getServerName, getServerPort, httpScheme } from '../../../server/core/s
 import { serverBanner } from '../../../server/version.js';
 import { globals } from '../../../server/core/globals.js';
 import { uidName, gidName } from '../../aaa/unix-names.js';
+import { atoi } from '../../../lib/c-numbers.js';
 import {
   CONDFLAG_NOCASE, CONDFLAG_NOTMATCH, CONDFLAG_NOVARY, CONDFLAG_ORNEXT,
   CONDPAT_AP_EXPR, CONDPAT_FILE_DIR, CONDPAT_FILE_EXISTS, CONDPAT_FILE_LINK, CONDPAT_FILE_SIZE, CONDPAT_FILE_XBIT,
@@ -22,7 +23,7 @@ import {
   RULEFLAG_IGNOREONSUBREQ, RULEFLAG_LASTRULE, RULEFLAG_NEWROUND, RULEFLAG_NOESCAPE, RULEFLAG_NOSUB, RULEFLAG_NOTMATCH,
   RULEFLAG_PASSTHROUGH, RULEFLAG_PROXY, RULEFLAG_QSAPPEND, RULEFLAG_QSDISCARD, RULEFLAG_QSLAST, RULEFLAG_QSNONE,
   RULEFLAG_STATUS, RULEFLAG_UNC, RULEFLAG_UNSAFE_ALLOW3F, RULEFLAG_UNSAFE_PREFIX_STAT,
-  atoi, type Part, type RewriteCond, type RewriteRule, type Template,
+  type Part, type RewriteCond, type RewriteRule, type Template,
 } from './parse.js';
 import { absoluteUriScheme, escapeBackref, isAbsoluteUri } from './uri.js';
 import { lookupMap, type RewriteMapEntry } from './maps.js';

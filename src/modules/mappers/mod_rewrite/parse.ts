@@ -4,6 +4,7 @@
 // configuration (or once per .htaccess file version). Pure functions: the fuzz test drives them.
 
 import { compileApacheRegex } from '../../metadata/mod_setenvif.js';
+import { atoi } from '../../../lib/c-numbers.js';
 
 // ---- flags (httpd's RULEFLAG_* / CONDFLAG_*) -----------------------------------------------
 export const CONDFLAG_NOCASE = 1 << 1;
@@ -370,14 +371,6 @@ const KNOWN_STATUS = new Set([
   425, 426, 428, 429, 431, 451, 500, 501, 502, 503, 504, 505, 506, 507, 508, 510, 511,
 ]);
 
-/** atoi: leading blanks, a sign, digits. */
-export function atoi(s: string): number {
-  const m = /^[ \t\n\r\f\v]*([+-]?[0-9]+)/.exec(s);
-  if (!m) return 0;
-  const n = parseInt(m[1]!, 10);
-  // C int overflow wraps; keep it in 32 bits as httpd's atoi on glibc effectively does.
-  return n | 0;
-}
 
 function rawForError(raw: string): string {
   return raw;

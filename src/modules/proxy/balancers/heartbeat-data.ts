@@ -2,6 +2,8 @@
 // heartbeat.h): a storage file of lines `<ip> ready=N&busy=N&lastseen=S&port=P`, or a slotmem
 // table "mod_heartmonitor" of hm_slot_server_t records.
 
+import { atoi } from '../../../lib/c-numbers.js';
+
 /** DEFAULT_HEARTBEAT_STORAGE, relative to DefaultRuntimeDir. */
 export const DEFAULT_HEARTBEAT_STORAGE = 'hb.dat';
 /** hm_slot_server_t on a 64-bit host: char ip[46], int busy, int ready, apr_time_t seen, int id. */
@@ -22,11 +24,6 @@ export interface HbServer {
   seen: number;
 }
 
-/** apr's atoi: leading blanks, a sign, digits; 0 when none. */
-export function atoi(s: string): number {
-  const m = /^[ \t\n\v\f\r]*([+-]?\d+)/.exec(s);
-  return m === null ? 0 : Number.parseInt(m[1]!, 10) | 0;
-}
 
 function unescape(s: string): string {
   try { return decodeURIComponent(s); } catch { return s; }

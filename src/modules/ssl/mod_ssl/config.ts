@@ -9,6 +9,7 @@ import { GLOBAL_ONLY } from '../../../server/config/cmd.js';
 import { splitWords } from '../../../server/config/lexer.js';
 import type { SocacheSpec } from '../../../server/socache.js';
 import { APLOG_WARNING } from '../../../server/log/levels.js';
+import { atoi } from '../../../lib/c-numbers.js';
 
 // ---- protocols (SSL_PROTOCOL_*) ------------------------------------------------------------
 export const PROTO_TLSV1 = 1;
@@ -401,10 +402,5 @@ export function parseOptions(dc: SslDirConfig, raw: string): string | undefined 
   return undefined;
 }
 
-/** C's atoi: leading blanks, a sign, digits; 0 when none. */
-export function atoi(s: string): number {
-  const m = /^\s*([+-]?\d+)/.exec(s);
-  return m === null ? 0 : parseInt(m[1]!, 10);
-}
 
 export { GLOBAL_ONLY };

@@ -14,10 +14,11 @@ import type { ConnectionLayerProvider } from '../../../server/http/connection-la
 import type { SocacheInstance } from '../../../server/socache.js';
 import { registerLogItem } from '../../loggers/mod_log_config.js';
 import { setSslVarLookup } from '../../metadata/mod_headers.js';
+import { atoi } from '../../../lib/c-numbers.js';
 import { APLOG_DEBUG, APLOG_EMERG, APLOG_ERR, APLOG_NOTICE, APLOG_WARNING, levelFor } from '../../../server/log/levels.js';
 import {
   createServerConfig, mergeServerConfig, createDirConfig, mergeDirConfig, checkFile, checkDir, parseProtocol,
-  parseVerify, parseDepth, parseCrlCheck, parseOcspCheck, parseOptions, atoi, GLOBAL_ONLY, OPT_LEGACYDNFORMAT,
+  parseVerify, parseDepth, parseCrlCheck, parseOcspCheck, parseOptions, GLOBAL_ONLY, OPT_LEGACYDNFORMAT,
   type Cmd, type SslServerConfig, type SslDirConfig, type SslProxyConfig,
 } from './config.js';
 import { buildContexts, CONF_COMMANDS, knownConfOptions, warn, warningsDone, type TlsServer } from './contexts.js';
