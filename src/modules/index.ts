@@ -97,6 +97,8 @@ import session from './session/mod_session.js';
 import sessionCookie from './session/mod_session_cookie.js';
 import sessionCrypto from './session/mod_session_crypto.js';
 import proxyHttp2 from './proxy/mod_proxy_http2.js';
+import dav from './dav/mod_dav.js';
+import davFs from './dav/mod_dav_fs.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 
@@ -162,12 +164,14 @@ const ALL: AnyModuleHandle[] = [
   h(logDebug),
   h(mime),
   h(http2),
+  h(dav),
   h(status),
   h(info),
   h(autoindex),
   h(asis),
   h(cgid),
   h(cgi),
+  h(davFs),
   h(vhostAlias),
   h(negotiation),
   h(dir),
