@@ -42,10 +42,18 @@ export function headerLine(line: string, policy: BadHeaderPolicy, sawHeaders: bo
 
 /** ap_proxy_date_canon: an RFC 850 or asctime date in RFC 1123 form; anything else as is. */
 export function dateCanon(v: string): string {
+  let out = canonDates.get(v);
+  if (out !== undefined) return out;
   const ms = parseHttpDate(v);
-  if (Number.isNaN(ms) || ms < 0) return v;
-  return toHttpDate(ms);
+  out = Number.isNaN(ms) || ms < 0 ? v : toHttpDate(ms);
+  // The answer depends on the text alone: a backend's Date changes once a second and its
+  // Last-Modified values repeat, so the last few are kept rather than parsed and formatted
+  // again for every response.
+  if (canonDates.size >= 64) canonDates.clear();
+  canonDates.set(v, out);
+  return out;
 }
+const canonDates = new Map<string, string>();
 
 /** A streaming decoder of a chunked body: feed it bytes, it returns the data it found and
  *  whether the last chunk (and trailer) ended; throws a ChunkError on bad framing. */

@@ -285,7 +285,7 @@ async function sendRequest(q: Req, built: { head: string; body: 'none' | 'cl' | 
   if (built.ended && chunked) out.push(Buffer.from('0\r\n\r\n'));
   const failed = (): number => passFailed(q);
   if (q.do100) out = [out[0]!];
-  const first = Buffer.concat(out);
+  const first = out.length === 1 ? out[0]! : Buffer.concat(out);
   sent += first.length;
   if (!(await writeHeadAtTurnEnd(conn, first))) return failed();
   q.api.countBytes(q.worker, sent, 0);
