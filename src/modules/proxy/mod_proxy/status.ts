@@ -59,7 +59,7 @@ export function proxyStatusHook(serverConf: (r: Request) => ProxyServerConf): St
             put(`${strfsize(s.transferred)}</td><td>${strfsize(s.read)}</td>\n</tr>\n`);
           } else {
             const at = `ProxyBalancer[${i}]Worker[${n}]`;
-            put(`${at}Name: ${w.udsName ?? s.name}\n${at}Status: ${parseWorkerStatus(w)}\n${at}Elected: ${s.elected}\n` +
+            put(`${at}Name: ${s.name}\n${at}Status: ${parseWorkerStatus(w)}\n${at}Elected: ${s.elected}\n` +
               `${at}Busy: ${s.busy}\n${at}Sent: ${Math.floor(s.transferred / 1024)}K\n${at}Rcvd: ${Math.floor(s.read / 1024)}K\n`);
           }
         });
