@@ -123,3 +123,50 @@ test('mod_cgid: the daemon on ScriptSock runs the scripts; its own log identity;
     site.remove();
   }
 });
+
+test('RLimitCPU, RLimitMEM and RLimitNPROC limit the scripts of their section: a script over its CPU time is killed (500, "End of script output"); exec failures are reported as without limits', async () => {
+  const site = await makeSite('cgi-rlimit');
+  const lim = path.join(site.dir, 'cgi-bin', 'lim');
+  fs.mkdirSync(lim, { recursive: true, mode: 0o755 });
+  const limits = '#!/bin/sh\nprintf "Content-Type: text/plain\\n\\n"\ngrep -E "^Max (cpu time|processes|address space) " /proc/self/limits\n';
+  script(site.dir, 'free.cgi', limits);
+  fs.writeFileSync(path.join(lim, 'show.cgi'), limits, { mode: 0o755 });
+  fs.writeFileSync(path.join(lim, 'spin.cgi'), '#!/bin/sh\nwhile :; do :; done\n', { mode: 0o755 });
+  fs.writeFileSync(path.join(lim, 'noexec.cgi'), '#!/bin/sh\necho never\n', { mode: 0o644 });
+  site.write([
+    'LoadModule alias_module /usr/lib/apache2/modules/mod_alias.so',
+    'LoadModule cgi_module /usr/lib/apache2/modules/mod_cgi.so',
+    `ScriptAlias /cgi-bin/ "${site.dir}/cgi-bin/"`,
+    `<Directory "${lim}">`,
+    '    RLimitCPU 1 1',
+    '    RLimitMEM 200000000 300000000',
+    '    RLimitNPROC 500 max',
+    '</Directory>',
+  ]);
+  const srv = await startPlume(site);
+  try {
+    const free = await request(site.port, '/cgi-bin/free.cgi');
+    assert.equal(free.status, 200);
+    assert.match(free.body, /^Max cpu time\s+unlimited\s+unlimited\s/m);
+    const shown = await request(site.port, '/cgi-bin/lim/show.cgi');
+    assert.equal(shown.status, 200);
+    assert.match(shown.body, /^Max cpu time\s+1\s+1\s+seconds/m);
+    assert.match(shown.body, /^Max address space\s+200000000\s+300000000\s+bytes/m);
+    // "max" as the second argument is no number: the hard limit stays the server's.
+    const hardNproc = /^Max processes\s+\S+\s+(\S+)/m.exec(free.body)![1];
+    assert.match(shown.body, new RegExp(`^Max processes\\s+500\\s+${hardNproc}\\s+processes`, 'm'));
+    const spin = await request(site.port, '/cgi-bin/lim/spin.cgi');
+    assert.equal(spin.status, 500);
+    assert.match(spin.body, /Internal Server Error/);
+    const noexec = await request(site.port, '/cgi-bin/lim/noexec.cgi');
+    assert.equal(noexec.status, 500);
+    await waitFor('the error log lines', () => fs.readFileSync(site.errorLog, 'utf8').includes("noexec.cgi' failed"), 10000);
+    const errors = fs.readFileSync(site.errorLog, 'utf8');
+    assert.match(errors, /\[cgi:error\] .*End of script output before headers: spin\.cgi/);
+    assert.match(errors, new RegExp(`\\[cgi:error\\] .*AH01215: stderr from ${lim}/noexec\\.cgi: \\(13\\)Permission denied: exec of '${lim}/noexec\\.cgi' failed`));
+    assert.doesNotMatch(errors, /prlimit/);
+  } finally {
+    await srv.stop();
+    site.remove();
+  }
+});

@@ -10,6 +10,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Request } from '../../server/request/request.js';
 import { DECLINED, OK, type HookResult } from '../../server/module.js';
 import { coreDir } from '../../server/core/core-module.js';
+import { limitedCommand, scriptExecFailure } from '../../server/core/rlimit.js';
 import { OPT_EXECCGI } from '../../server/core/config.js';
 import { APLOG_ERR, APLOG_WARNING } from '../../server/log/levels.js';
 import { aprCtime } from '../../server/log/time.js';
@@ -177,7 +178,7 @@ class ScriptErrors {
   private readonly endWaiters: (() => void)[] = [];
   /** Set when the lines go to the ScriptLog (log_script) instead of the error log. */
   collect: string[] | null = null;
-  constructor(stream: Readable | null, private readonly onLine: (line: string) => void) {
+  constructor(stream: Readable | null, private readonly onLine: (line: string) => void, private readonly rewrite: ((raw: string) => string) | null = null) {
     if (stream === null) { this.ended = true; return; }
     stream.setEncoding('latin1');
     stream.on('data', (s: string) => this.take(s));
@@ -210,6 +211,7 @@ class ScriptErrors {
     this.partial = buf;
   }
   private emit(raw: string): void {
+    if (this.rewrite !== null) raw = this.rewrite(raw);
     if (this.collect) { this.collect.push(raw); return; }
     let line = raw;
     if (line.endsWith('\n')) line = line.slice(0, line.endsWith('\r\n') ? -2 : -1);
@@ -258,14 +260,23 @@ export function escapeShellCmd(s: string): string {
  *  line httpd's child writes to its stderr before it exits. */
 async function runChild(fl: CgiFlavour, r: Request, argv: string[], env: Record<string, string>): Promise<{ child: ScriptProcess; out: ScriptOutput; err: ScriptErrors } | number> {
   const dir = r.filename.slice(0, r.filename.lastIndexOf('/') + 1) || '/';
+  // RLimitCPU/MEM/NPROC: the script started through prlimit (rlimit.ts), whose report of a
+  // script it cannot execute becomes the line httpd's child writes.
+  const cmd = limitedCommand(coreDir(r), r.filename, argv.slice(1), () => prlimitMissing(r));
+  const rewrite = cmd.limited
+    ? (raw: string): string => {
+      const e = scriptExecFailure(raw, r.filename);
+      return e === null ? raw : fl.execFailure(r.filename, e) + '\n';
+    }
+    : null;
   let child: ScriptProcess;
   if (fl.start !== undefined) {
-    const started = await fl.start(r, argv, env, dir);
+    const started = await fl.start(r, cmd.limited ? [cmd.file, ...cmd.args] : argv, env, dir);
     if (typeof started === 'number') return started;
     child = started;
   } else {
-    const proc = spawn(r.filename, argv.slice(1), {
-      argv0: argv[0], cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true,
+    const proc = spawn(cmd.file, cmd.args, {
+      argv0: cmd.limited ? undefined : argv[0], cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true,
     });
     child = {
       stdin: proc.stdin!, stdout: proc.stdout!, stderr: proc.stderr!,
@@ -273,11 +284,20 @@ async function runChild(fl: CgiFlavour, r: Request, argv: string[], env: Record<
       reap: () => { reap(proc); },
     };
   }
-  const err = new ScriptErrors(child.stderr, (line) => { logScriptError(fl, r, r.status, 'AH01215: ', line); });
+  const err = new ScriptErrors(child.stderr, (line) => { logScriptError(fl, r, r.status, 'AH01215: ', line); }, rewrite);
   const out = new ScriptOutput(child.stdout);
   child.onExecError((e) => { err.inject(fl.execFailure(r.filename, e)); });
   child.stdin.on('error', () => { /* the script stopped reading: reported on write */ });
   return { child, out, err };
+}
+
+let prlimitWarned = false;
+
+/** prlimit(1) is not installed: said once per process; scripts then run without the limits. */
+export function prlimitMissing(r: Request): void {
+  if (prlimitWarned) return;
+  prlimitWarned = true;
+  r.log('core', APLOG_WARNING, 'RLimitCPU, RLimitMEM and RLimitNPROC need prlimit(1) from util-linux, which is not installed: scripts run without these limits');
 }
 
 // ---- the handler -------------------------------------------------------------------------------

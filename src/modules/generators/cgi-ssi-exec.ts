@@ -11,7 +11,9 @@ import { createEnvironment } from '../../server/util-script.js';
 import { escapeHtml } from '../../server/http/response.js';
 import { escapeUri } from '../../expr/index.js';
 import type { SsiArg, SsiContext, SsiElementHandler } from '../filters/mod_include/api.js';
-import { CGI_MAGIC_TYPE, escapeShellCmd } from './cgi-common.js';
+import { CGI_MAGIC_TYPE, escapeShellCmd, prlimitMissing } from './cgi-common.js';
+import { limitedCommand } from '../../server/core/rlimit.js';
+import { coreDir } from '../../server/core/core-module.js';
 
 const unescapeUrl = (s: string): string => s.replace(/%([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
 
@@ -39,7 +41,9 @@ async function includeCmd(ctx: SsiContext, command: string): Promise<boolean> {
     let child: ChildProcess;
     try {
       // The command's stderr is the server's own, as httpd leaves it (the error log).
-      child = spawn('/bin/sh', ['-c', command], { cwd: dir, env: createEnvironment(r.subprocessEnv), stdio: ['ignore', 'pipe', 'inherit'] });
+      // RLimitCPU/MEM/NPROC apply to it as to a script (httpd's include_cmd runs it the same way).
+      const cmd = limitedCommand(coreDir(r), '/bin/sh', ['-c', command], () => prlimitMissing(r));
+      child = spawn(cmd.file, cmd.args, { cwd: dir, env: createEnvironment(r.subprocessEnv), stdio: ['ignore', 'pipe', 'inherit'] });
     } catch {
       resolve(false);
       return;

@@ -118,7 +118,7 @@ const CONNECT_ATTEMPTS = 5;
 
 async function startScript(r: Request, argv: string[], env: Record<string, string>, cwd: string) {
   try {
-    const s = await runThroughDaemon(scriptSockPath(r.rt.ctx), { file: r.filename, argv, cwd, env }, CONNECT_ATTEMPTS);
+    const s = await runThroughDaemon(scriptSockPath(r.rt.ctx), { file: argv[0] ?? r.filename, argv, cwd, env }, CONNECT_ATTEMPTS);
     return { stdin: s.stdin, stdout: s.stdout, stderr: s.stderr, onExecError: s.onExecError, reap: () => { s.close(); } };
   } catch (e) {
     r.log('cgid', APLOG_ERR, `AH01257: stderr from ${r.filename}: unable to connect to cgi daemon after multiple tries`, r.rt.errno(e));

@@ -6,6 +6,7 @@ import type { Section } from './sections.js';
 import { evalString, isFailure, type StringExpr } from '../../expr/index.js';
 import { APLOG_ERR } from '../log/levels.js';
 import type { Request } from '../request/request.js';
+import type { ResourceLimit } from './rlimit.js';
 
 // Options bits (httpd's OPT_*).
 export const OPT_NONE = 0;
@@ -61,6 +62,10 @@ export interface CoreDirConfig {
   errorDocuments: ReadonlyMap<number, StringExpr | null> | undefined;
   limitRequestBody: number | undefined;
   limitXmlRequestBody: number | undefined;
+  /** RLimitCPU, RLimitMEM, RLimitNPROC (rlimit.ts): the limits of the processes a request starts. */
+  rlimitCpu: ResourceLimit | undefined;
+  rlimitMem: ResourceLimit | undefined;
+  rlimitNproc: ResourceLimit | undefined;
   etagBits: number;
   etagAdd: number;
   etagRemove: number;
@@ -108,6 +113,9 @@ export function createCoreDirConfig(dir: string | undefined): CoreDirConfig {
     errorDocuments: undefined,
     limitRequestBody: undefined,
     limitXmlRequestBody: undefined,
+    rlimitCpu: undefined,
+    rlimitMem: undefined,
+    rlimitNproc: undefined,
     etagBits: ETAG_UNSET,
     etagAdd: ETAG_UNSET,
     etagRemove: ETAG_UNSET,
@@ -184,6 +192,9 @@ export function mergeCoreDirConfig(base: Readonly<CoreDirConfig>, add: Readonly<
     errorDocuments,
     limitRequestBody: pick(add.limitRequestBody, base.limitRequestBody),
     limitXmlRequestBody: pick(add.limitXmlRequestBody, base.limitXmlRequestBody),
+    rlimitCpu: pick(add.rlimitCpu, base.rlimitCpu),
+    rlimitMem: pick(add.rlimitMem, base.rlimitMem),
+    rlimitNproc: pick(add.rlimitNproc, base.rlimitNproc),
     etagBits, etagAdd, etagRemove,
     enableSendfile: pick(add.enableSendfile, base.enableSendfile),
     enableMmap: pick(add.enableMmap, base.enableMmap),

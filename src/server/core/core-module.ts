@@ -29,6 +29,7 @@ import { globals } from './globals.js';
 import { atoi, strtoi64 } from '../../lib/c-numbers.js';
 import { upgradeHandler, upgradeStorage } from '../http/protocols.js';
 import { resolveHostSync } from './resolve.js';
+import { parseRlimit, type RlimitKind } from './rlimit.js';
 
 type Cmd = CmdParms<CoreServerConfig, CoreDirConfig>;
 
@@ -340,6 +341,17 @@ function limitInternalRecursion(cmd: Cmd, redirects: string, subreqs: string | u
   }
   cmd.srv.subreqLimit = limit;
   return undefined;
+}
+
+/** RLimitCPU / RLimitMEM / RLimitNPROC: the limit worked out now, from this process's own
+ *  (rlimit.ts); applied to the processes the section's requests start. */
+function setRlimit(field: 'rlimitCpu' | 'rlimitMem' | 'rlimitNproc', kind: RlimitKind) {
+  return (cmd: Cmd, arg: string, arg2: string | undefined): string | undefined => {
+    const euid = typeof process.geteuid === 'function' ? process.geteuid() : 0;
+    const lim = parseRlimit(cmd, kind, arg, arg2, euid);
+    if (lim !== undefined) cmd.dir[field] = lim;
+    return undefined;
+  };
 }
 
 /** ServerPath: the path prefix of a name-based vhost for clients that send no host name. */
@@ -814,9 +826,9 @@ const coreDirectives: DirectiveSpec<CoreServerConfig, CoreDirConfig>[] = [
   directive({ name: 'ScoreBoardFile', args: 'TAKE1', where: SRV, help: 'A file for Apache to maintain runtime process management information', handler: recorded('ScoreBoardFile') }),
   directive({ name: 'ExtendedStatus', args: 'FLAG', where: SRV, help: '"On" to track extended status information, "Off" to disable', handler: (cmd: Cmd, on: boolean) => cmd.checkContext(GLOBAL_ONLY) ?? void (globals(cmd.ctx).extendedStatus = on) }),
   directive({ name: 'SeeRequestTail', args: 'FLAG', where: SRV, help: 'For extended status, "on" to see the last 63 chars of the request line, "off" (default) to see the first 63', handler: (cmd: Cmd, on: boolean) => cmd.checkContext(GLOBAL_ONLY) ?? void (globals(cmd.ctx).seeRequestTail = on) }),
-  directive({ name: 'RLimitCPU', args: 'TAKE12', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Soft/hard limits for max CPU usage in seconds', handler: (cmd: Cmd) => undefined }),
-  directive({ name: 'RLimitMEM', args: 'TAKE12', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Soft/hard limits for max memory usage per process', handler: (cmd: Cmd) => undefined }),
-  directive({ name: 'RLimitNPROC', args: 'TAKE12', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'soft/hard limits for max number of processes per uid', handler: (cmd: Cmd) => undefined }),
+  directive({ name: 'RLimitCPU', args: 'TAKE12', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Soft/hard limits for max CPU usage in seconds', handler: setRlimit('rlimitCpu', 'cpu') }),
+  directive({ name: 'RLimitMEM', args: 'TAKE12', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'Soft/hard limits for max memory usage per process', handler: setRlimit('rlimitMem', 'mem') }),
+  directive({ name: 'RLimitNPROC', args: 'TAKE12', where: OR_ALL | ACCESS_CONF | RSRC_CONF, help: 'soft/hard limits for max number of processes per uid', handler: setRlimit('rlimitNproc', 'nproc') }),
   directive({ name: 'MergeTrailers', args: 'FLAG', where: SRV, help: 'merge request trailers into request headers or not', handler: (cmd: Cmd, on: boolean) => { cmd.srv.mergeTrailers = on; return undefined; } }),
   directive({ name: 'MergeSlashes', args: 'FLAG', where: SRV, help: 'Controls whether consecutive slashes in the URI path are merged', handler: (cmd: Cmd, on: boolean) => { cmd.srv.mergeSlashes = on; return undefined; } }),
   directive({ name: 'StrictHostCheck', args: 'FLAG', where: SRV, help: 'Controls whether a hostname match is required', handler: (cmd: Cmd, on: boolean) => { cmd.srv.strictHostCheck = on; return undefined; } }),
