@@ -99,6 +99,7 @@ import sessionCrypto from './session/mod_session_crypto.js';
 import proxyHttp2 from './proxy/mod_proxy_http2.js';
 import dav from './dav/mod_dav.js';
 import davFs from './dav/mod_dav_fs.js';
+import davLock from './dav/mod_dav_lock.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 
@@ -172,6 +173,7 @@ const ALL: AnyModuleHandle[] = [
   h(cgid),
   h(cgi),
   h(davFs),
+  h(davLock),
   h(vhostAlias),
   h(negotiation),
   h(dir),

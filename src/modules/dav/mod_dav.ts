@@ -7,7 +7,7 @@
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import {
-  ACCESS_CONF, DECLINED, DONE, HOOK_MIDDLE, MODULE_API_VERSION, OK, RSRC_CONF, OR_FILEINFO,
+  ACCESS_CONF, DECLINED, DONE, HOOK_MIDDLE, MODULE_API_VERSION, OK, RSRC_CONF,
   defineModule, directive, type HookResult,
 } from '../../server/module.js';
 import type { CmdParms } from '../../server/config/cmd.js';
@@ -33,20 +33,31 @@ const DEFAULT_LIMIT_XML_BODY = 1000000;
 const EXPAT_TEXT = new Map([[4, 'not well-formed (invalid token)'], [7, 'mismatched tag'], [8, 'duplicate attribute'], [9, 'junk after document element'], [27, 'unbound prefix']]);
 
 interface DavDirConfig {
-  /** Provider name; null = Dav Off; undefined = not set. */
-  provider: string | null | undefined;
+  /** Provider name; undefined = not set, or Dav Off (which httpd also stores as unset: a
+   *  subtree of a DAV-enabled place cannot turn it off). */
+  provider: string | undefined;
+  /** The merge's complaints (AH00578, AH00579), logged for each request, as httpd merges
+   *  per request. */
+  warnings: readonly string[];
   minTimeout: number | undefined;
   depthInfinity: boolean | undefined;
   lockDiscovery: boolean | undefined;
 }
 
 function createDirConfig(): DavDirConfig {
-  return { provider: undefined, minTimeout: undefined, depthInfinity: undefined, lockDiscovery: undefined };
+  return { provider: undefined, warnings: [], minTimeout: undefined, depthInfinity: undefined, lockDiscovery: undefined };
 }
 
 function mergeDirConfig(base: Readonly<DavDirConfig>, add: Readonly<DavDirConfig>): DavDirConfig {
+  // plume may merge pre-merged section chains: their complaints carry over
+  let warnings = add.warnings.length === 0 ? base.warnings : [...base.warnings, ...add.warnings];
+  if (base.provider !== undefined) {
+    if (add.provider === undefined) warnings = [...warnings, 'AH00578: "DAV Off" cannot be used to turn off a subtree of a DAV-enabled location.'];
+    else if (add.provider.toLowerCase() !== base.provider.toLowerCase()) warnings = [...warnings, 'AH00579: A subtree cannot specify a different DAV provider than its parent.'];
+  }
   return {
-    provider: add.provider !== undefined ? add.provider : base.provider,
+    provider: add.provider ?? base.provider,
+    warnings,
     minTimeout: add.minTimeout ?? base.minTimeout,
     depthInfinity: add.depthInfinity ?? base.depthInfinity,
     lockDiscovery: add.lockDiscovery ?? base.lockDiscovery,
@@ -58,10 +69,10 @@ type Cmd = CmdParms<undefined, DavDirConfig>;
 function davDirective(cmd: Cmd, arg: string): string | undefined {
   const a = arg.toLowerCase();
   if (a === 'on') cmd.dir.provider = 'filesystem';
-  else if (a === 'off') cmd.dir.provider = null;
+  else if (a === 'off') cmd.dir.provider = undefined;
   else cmd.dir.provider = arg;
   const name = cmd.dir.provider;
-  if (name !== null && cmd.ctx.provider('dav', name) === undefined) return `Unknown DAV provider: ${arg}`;
+  if (name !== undefined && cmd.ctx.provider('dav', name) === undefined) return `Unknown DAV provider: ${arg}`;
   return undefined;
 }
 
@@ -618,7 +629,7 @@ async function methodCopyMove(c: Ctx, res: DavResource, isMove: boolean): Promis
     return errorResponse(r, sub.status, 'Destination URI had an error.');
   }
   const dconf = self.dir(sub);
-  if (dconf.provider === undefined || dconf.provider === null) {
+  if (dconf.provider === undefined) {
     // dav_get_resource finds no provider there: 405, as httpd answers
     logErr(r, [{ status: 405, desc: `DAV not enabled for ${escapeHtml(sub.uri)}` }]);
     r.headersOut.set('Allow', noMethodsAllow(r));
@@ -803,10 +814,19 @@ async function methodUnlock(c: Ctx, res: DavResource): Promise<number> {
 
 // ---- hooks -------------------------------------------------------------------------------
 
+/** The merge's AH00578/AH00579, once per request, on the main error log (httpd's
+ *  ap_log_error with no server). */
+function davHeaderParser(r: Request): HookResult {
+  if (r.main !== null) return DECLINED;
+  const w = self.dir(r).warnings;
+  for (const message of w) r.rt.mainServer.errorLog.write({ module: 'dav', level: APLOG_ERR, message });
+  return DECLINED;
+}
+
 function davFixups(r: Request): HookResult {
   if (r.assbackwards && r.main === null) return DECLINED;
   const conf = self.dir(r);
-  if (conf.provider === undefined || conf.provider === null) return DECLINED;
+  if (conf.provider === undefined) return DECLINED;
   // the filesystem provider lets the core serve GET (and HEAD)
   if (r.method === 'GET' || r.method === 'HEAD') return DECLINED;
   if (r.method === 'POST') return DECLINED;
@@ -818,7 +838,7 @@ async function davHandler(r: Request): Promise<HookResult> {
   if (r.handler !== DAV_HANDLER) return DECLINED;
   const conf = self.dir(r);
   const name = conf.provider;
-  if (name === undefined || name === null) return DECLINED;
+  if (name === undefined) return DECLINED;
   const provider = r.rt.ctx.provider('dav', name);
   if (provider === undefined) return 500;
   const repo = provider.open(r);
@@ -831,7 +851,9 @@ async function davHandler(r: Request): Promise<HookResult> {
       return 400;
     }
   }
-  const c: Ctx = { r, repo, locks: repo.locks, conf, ifLists };
+  // a repository without locks of its own uses mod_dav_lock's generic ones, when loaded there
+  const locks = repo.locks ?? r.rt.ctx.provider('dav_lock', 'generic')?.open(r);
+  const c: Ctx = { r, repo, locks, conf, ifLists };
   const res = await repo.resource(r.uri.replace(/\/+$/, '') || '/', resourcePath(r));
   switch (r.method) {
     case 'OPTIONS': return methodOptions(c, res);
@@ -859,9 +881,10 @@ const self = defineModule<undefined, DavDirConfig>({
     directive({ name: 'DAV', args: 'TAKE1', where: ACCESS_CONF, help: 'specify the DAV provider for a directory or location', handler: davDirective }),
     directive({ name: 'DAVMinTimeout', args: 'TAKE1', where: ACCESS_CONF | RSRC_CONF, help: 'specify minimum allowed timeout', handler: davMinTimeout }),
     directive({ name: 'DAVDepthInfinity', args: 'FLAG', where: ACCESS_CONF | RSRC_CONF, help: 'allow Depth infinity PROPFIND requests', handler: (cmd: Cmd, on: boolean) => { cmd.dir.depthInfinity = on; } }),
-    directive({ name: 'DAVLockDiscovery', args: 'FLAG', where: ACCESS_CONF | RSRC_CONF | OR_FILEINFO, help: 'allow lock discovery by PROPFIND requests', handler: (cmd: Cmd, on: boolean) => { cmd.dir.lockDiscovery = on; } }),
+    directive({ name: 'DAVLockDiscovery', args: 'FLAG', where: ACCESS_CONF | RSRC_CONF, help: 'allow lock discovery by PROPFIND requests', handler: (cmd: Cmd, on: boolean) => { cmd.dir.lockDiscovery = on; } }),
   ],
   hooks: {
+    headerParser: { fn: davHeaderParser, order: HOOK_MIDDLE },
     fixups: { fn: davFixups, order: HOOK_MIDDLE },
     handler: { fn: davHandler, order: HOOK_MIDDLE },
   },
