@@ -87,7 +87,26 @@ function davMinTimeout(cmd: Cmd, arg: string): string | undefined {
 
 // ---- helpers -----------------------------------------------------------------------------
 
-interface DavError { status: number; desc: string }
+/** A failed validation; `parentUri` when it was the parent collection's (a new member of a
+ *  locked collection: httpd's DAV_VALIDATE_PARENT answers with a multistatus). */
+interface DavError { status: number; desc: string; parentUri?: string }
+
+const ERR_424 = 'An error occurred on another resource, preventing the requested operation on this resource.';
+const NO_IF = 'This resource is locked and an "If:" header was not supplied to allow access to the resource.';
+
+function parentResponse(e: DavError): string {
+  return `<D:response>\n<D:href>${href(e.parentUri ?? '/', false)}</D:href>\n<D:status>HTTP/1.1 ${statusLine(e.status)}</D:status>\n`
+    + `<D:responsedescription>A validation error has occurred on the parent resource, preventing the operation on the resource specified by the Request-URI. The error was: ${e.desc}</D:responsedescription>\n</D:response>\n`;
+}
+
+/** A new member of a locked collection (PUT, MKCOL): 207 with the member's 424 and the
+ *  parent's error. */
+async function parentFailure(r: Request, uri: string, e: DavError): Promise<number> {
+  logErr(r, [{ status: 207, desc: 'Error(s) occurred on resources during the validation process.' }]);
+  const body = `<D:response>\n<D:href>${href(uri, false)}</D:href>\n<D:status>HTTP/1.1 ${statusLine(424)}</D:status>\n<D:responsedescription>${ERR_424}</D:responsedescription>\n</D:response>\n`
+    + parentResponse(e);
+  return sendXml(r, 207, multistatus(undefined, body));
+}
 
 /** dav_log_err: the error chain, outermost first, as "[dav:error] desc  [status, #0]". */
 function logErr(r: Request, errs: readonly DavError[]): void {
@@ -290,7 +309,8 @@ async function validate(c: Ctx, res: DavResource, deep: boolean): Promise<DavErr
   if (failed) return { status: 412, desc: 'The precondition(s) specified by the "If:" header did not match this resource. At least one failure is because: a State-token was supplied, but it was not found in the locks on this resource.' };
   for (const l of [...locks, ...below]) {
     if (tokens.has(l.token)) continue;
-    if (c.ifLists === undefined) return { status: 423, desc: 'This resource is locked and an "If:" header was not supplied to allow access to the resource.' };
+    const parentUri = !res.exists && l.root !== res.path ? path.posix.dirname(res.uri) : undefined;
+    if (c.ifLists === undefined) return parentUri !== undefined ? { status: 423, desc: NO_IF, parentUri } : { status: 423, desc: NO_IF };
     return { status: 423, desc: 'A validation error has occurred on the parent resource, preventing the operation on the resource specified by the Request-URI.' };
   }
   return undefined;
@@ -504,6 +524,7 @@ async function methodMkcol(c: Ctx, res: DavResource): Promise<number> {
     return 405;
   }
   const v = await validate(c, res, false);
+  if (v !== undefined && v.parentUri !== undefined) return parentFailure(r, res.uri, v);
   if (v !== undefined) {
     logErr(r, [{ status: v.status, desc: `Could not MKCOL ${escapeHtml(r.uri)} due to a failed precondition (e.g. locks).` }, v]);
     return v.status;
@@ -541,6 +562,7 @@ async function methodPut(c: Ctx, res: DavResource): Promise<number> {
   if (res.collection) return errorResponse(r, 409, 'Cannot PUT to a collection.');
   const v = await validate(c, res, false);
   if (v !== undefined) {
+    if (v.parentUri !== undefined) return parentFailure(r, res.uri, v);
     logErr(r, [v]);
     return v.status;
   }
@@ -669,6 +691,11 @@ async function methodCopyMove(c: Ctx, res: DavResource, isMove: boolean): Promis
     }
   }
   const vd = await validate(c, dst, true);
+  if (vd !== undefined && vd.parentUri !== undefined) {
+    // DAV_VALIDATE_USE_424: the whole request fails with 424, the parent's error as body
+    logErr(r, [{ status: 424, desc: `Could not MOVE/COPY ${escapeHtml(r.uri)} due to a failed precondition on the destination (e.g. locks).` }, { status: 424, desc: ERR_424 }]);
+    return sendXml(r, 424, multistatus(undefined, parentResponse(vd)));
+  }
   if (vd !== undefined) {
     logErr(r, [{ status: vd.status, desc: `Could not MOVE/COPY ${escapeHtml(r.uri)} due to a failed precondition on the destination (e.g. locks).` }, vd]);
     return vd.status;
