@@ -100,6 +100,7 @@ import proxyHttp2 from './proxy/mod_proxy_http2.js';
 import dav from './dav/mod_dav.js';
 import davFs from './dav/mod_dav_fs.js';
 import davLock from './dav/mod_dav_lock.js';
+import lua from './lua/mod_lua.js';
 
 const h = (m: unknown): AnyModuleHandle => m as AnyModuleHandle;
 
@@ -166,6 +167,7 @@ const ALL: AnyModuleHandle[] = [
   h(mime),
   h(http2),
   h(dav),
+  h(lua),
   h(status),
   h(info),
   h(autoindex),

@@ -283,7 +283,9 @@ function lookupProvider(ctx: ConfigContext, name: string): AuthzProvider | undef
       if (p.group === AUTHZ_PROVIDER_GROUP && p.name === name) return p.provider as AuthzProvider;
     }
   }
-  return undefined;
+  // Providers registered while the configuration is read (ap_register_auth_provider from a
+  // directive: mod_lua's LuaAuthzProvider) are in the configuration's provider registry.
+  return ctx.provider('authz', name);
 }
 
 // ---- directives ---------------------------------------------------------------------------

@@ -504,7 +504,8 @@ function findCt(r: Request): number {
   }
   if (res.exceptions !== undefined) r.notes.set(MIME_EXCEPTIONS_NOTE, res.exceptions.join('/'));
   for (const w of res.warnings) serverLog(r, APLOG_WARNING, w);
-  return OK;
+  // find_ct: no content type found leaves the phase to the next type checker (mod_lua's).
+  return r.contentType === undefined ? DECLINED : OK;
 }
 
 /** ap_log_error on the request's server (no client part). */

@@ -148,6 +148,9 @@ export class ConfigContext {
 
   newVirtualHost(file: string, line: number): ServerRec {
     const s = new ServerRec(this.nextServerId++, true, file, line);
+    // ap_init_virtual_host: the request limits are copied from the main server when the
+    // <VirtualHost> is read, so a LimitRequest* directive after it leaves the vhost alone.
+    for (const k of ['limitRequestLine', 'limitRequestFieldSize', 'limitRequestFields'] as const) s.setLimit(k, this.mainServer[k]);
     this.vhosts.push(s);
     return s;
   }
