@@ -45,6 +45,14 @@ test('max= with acquire=, max= without it, ttl= with smax=, keepalive=', { timeo
     'StartServers 1',
     'LoadModule proxy_module /usr/lib/apache2/modules/mod_proxy.so',
     'LoadModule proxy_http_module /usr/lib/apache2/modules/mod_proxy_http.so',
+    'LoadModule proxy_balancer_module /usr/lib/apache2/modules/mod_proxy_balancer.so',
+    'LoadModule slotmem_shm_module /usr/lib/apache2/modules/mod_slotmem_shm.so',
+    'LoadModule lbmethod_byrequests_module /usr/lib/apache2/modules/mod_lbmethod_byrequests.so',
+    'LoadModule status_module /usr/lib/apache2/modules/mod_status.so',
+    'ProxyStatus On',
+    '<Location /server-status>', '  SetHandler server-status', '</Location>',
+    `<Proxy balancer://bal>`, `  BalancerMember http://127.0.0.1:${bport}/bal`, '</Proxy>',
+    'ProxyPass /bal balancer://bal',
     `ProxyPass /a http://127.0.0.1:${bport}/a max=1 acquire=300`,
     `ProxyPass /b http://127.0.0.1:${bport}/b max=1`,
     `ProxyPass /c http://127.0.0.1:${bport}/c smax=0 ttl=1`,
@@ -81,6 +89,16 @@ test('max= with acquire=, max= without it, ttl= with smax=, keepalive=', { timeo
     assert.equal(r1.status, 200);
     assert.equal(r2.status, 200);
     assert.equal(r2.body.split(' ')[1], r1.body.split(' ')[1], 'the waiting request got the same backend connection');
+
+    // A balancer member serving a request counts one busy (the balancer's count, as httpd's:
+    // taking a pooled connection adds nothing), none once it is done.
+    const held1 = get(port, '/bal/hold');
+    await heldOne();
+    const during = await get(port, '/server-status?auto');
+    assert.match(during.body, /ProxyBalancer\[0\]Worker\[0\]Busy: 1\n/);
+    held.shift()!();
+    assert.equal((await held1).status, 200);
+    assert.match((await get(port, '/server-status?auto')).body, /ProxyBalancer\[0\]Worker\[0\]Busy: 0\n/);
 
     // keepalive=On: the pooled backend connection has TCP keep-alive (ss shows its timer);
     // without it (/c) none.

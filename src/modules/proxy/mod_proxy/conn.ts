@@ -183,10 +183,10 @@ export function acquire(proxyFunction: string, w: ProxyWorker, s: ServerRec, log
   return handOut(p, w, new BackendConn(w));
 }
 
-function handOut(p: Pool, w: ProxyWorker, c: BackendConn): BackendConn {
+function handOut(p: Pool, _w: ProxyWorker, c: BackendConn): BackendConn {
+  // The worker's busy count is mod_proxy_balancer's (a request elected it), not the pool's.
   p.inUse++;
   if (p.inUse > p.peak) p.peak = p.inUse;
-  w.s.busy++;
   c.close = false;
   return c;
 }
@@ -198,7 +198,6 @@ export function release(c: BackendConn): void {
   const w = c.worker;
   const p = poolOf(w);
   p.inUse = Math.max(0, p.inUse - 1);
-  if (w.s.busy > 0) w.s.busy--;
   const reusable = !c.close && c.alive && w.params.disablereuse !== true && !w.generic;
   if (!reusable) c.destroy();
   const waiter = p.waiters.shift();
