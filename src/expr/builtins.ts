@@ -11,6 +11,8 @@ import { fnmatch, FNM_CASE_BLIND, FNM_PATHNAME } from './fnmatch.js';
 import type {
   EvalState, ExprBinaryFn, ExprFuncDecl, ExprProvider, ExprStringFn, ExprUnaryFn, ExprVariable,
 } from './types.js';
+import { escapeUri } from '../lib/urlencoded.js';
+export { escapeUri };
 
 /** MODULE_MAGIC_NUMBER_MAJOR of httpd 2.4. */
 const API_VERSION = '20120211';
@@ -136,18 +138,6 @@ const fn = (f: ExprStringFn, restricted = false): ExprFuncDecl<ExprStringFn> => 
 const asciiLower = (s: string): string => s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
 const asciiUpper = (s: string): string => s.replace(/[a-z]+/g, (m) => m.toUpperCase());
 
-/** ap_escape_uri (ap_os_escape_path, partial): all but alphanumerics and $-_.+!*'(),:;@&=/~
- *  as lowercase %hex; the string's characters are bytes. */
-export function escapeUri(s: string): string {
-  let out = '';
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c < 128 && "$-_.+!*'(),:;@&=/~".includes(s[i]!))) out += s[i];
-    else if (c < 256) out += '%' + (c < 16 ? '0' : '') + c.toString(16);
-    else for (const b of Buffer.from(s[i]!, 'utf8')) out += '%' + (b < 16 ? '0' : '') + b.toString(16);
-  }
-  return out;
-}
 
 /** ap_unescape_url_keep2f(s, 0): %2F stays encoded; a bad escape or %00 gives undefined
  *  (and the string as far as decoded, which httpd throws away). */

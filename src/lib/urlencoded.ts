@@ -1,6 +1,6 @@
 // URL escapes as httpd reads and writes them (server/util.c): ap_unescape_url (lenient, as
 // the callers that ignore its result use it, and strict), ap_escape_urlencoded and
-// ap_unescape_urlencoded, with httpd's failure rule (a malformed or NUL escape is an error
+// ap_unescape_urlencoded, ap_escape_uri (ap_os_escape_path, partial), with httpd's failure rule (a malformed or NUL escape is an error
 // the caller sees), which mod_session's decoder depends on.
 
 const hexDigit = (c: number): boolean => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
@@ -73,5 +73,19 @@ export function strtokAll(s: string, seps: string): string[] {
     if (seps.includes(ch)) { if (cur !== '') out.push(cur); cur = ''; } else cur += ch;
   }
   if (cur !== '') out.push(cur);
+  return out;
+}
+
+/** ap_escape_uri (ap_os_escape_path with partial=1): all but alphanumerics and
+ *  $-_.+!*'(),:;@&=/~ as lowercase %hex. The string's characters are bytes; a wider one (from
+ *  UTF-8 configuration text) goes out as its UTF-8 bytes. */
+export function escapeUri(s: string): string {
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c < 128 && "$-_.+!*'(),:;@&=/~".includes(s[i]!))) out += s[i];
+    else if (c < 256) out += '%' + (c < 16 ? '0' : '') + c.toString(16);
+    else for (const b of Buffer.from(s[i]!, 'utf8')) out += '%' + (b < 16 ? '0' : '') + b.toString(16);
+  }
   return out;
 }

@@ -79,6 +79,8 @@ export function directive<SC, DC, S extends ArgShape>(spec: DirectiveSpec<SC, DC
 export const OK = 0;
 export const DECLINED = -1;
 export const DONE = -2;
+/** httpd.h DIR_MAGIC_TYPE: the content type (and handler) mod_mime gives a directory. */
+export const DIR_MAGIC_TYPE = 'httpd/unix-directory';
 export type HookResult = number;
 export type { MaybePromise };
 export type RequestHook = (r: Request) => MaybePromise<HookResult>;

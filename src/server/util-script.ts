@@ -15,6 +15,8 @@ import { parseHttpDate, toHttpDate } from './log/time.js';
 import { APLOG_ERR, APLOG_INFO, APLOG_TRACE1, APLOG_TRACE4 } from './log/levels.js';
 import { OK } from './module.js';
 import { atoi } from '../lib/c-numbers.js';
+import { escapeUri } from '../lib/urlencoded.js';
+export { escapeUri };
 
 /** httpd's DEFAULT_PATH, the PATH a script gets when the server has none. */
 export const DEFAULT_PATH = '/bin:/usr/bin:/usr/ucb:/usr/bsd:/usr/local/bin';
@@ -117,16 +119,6 @@ function envToEnv(e: EnvTable, r: Request, name: string, fallback: string | unde
   if (v !== undefined) e.set(name, v);
 }
 
-/** ap_escape_uri (ap_os_escape_path with partial): for PATH_TRANSLATED's subrequest. */
-export function escapeUri(s: string): string {
-  let out = '';
-  for (const b of Buffer.from(s, 'latin1')) {
-    const ch = String.fromCharCode(b);
-    if ((b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || "$-_.+!*'(),:;@&=/~".includes(ch)) out += ch;
-    else out += '%' + b.toString(16).padStart(2, '0');
-  }
-  return out;
-}
 
 /** The Request-URI of the request line (original_uri). */
 function originalUri(r: Request): string {

@@ -8,7 +8,7 @@ import { MODULE_API_VERSION, defineModule } from '../../server/module.js';
 import type { Request } from '../../server/request/request.js';
 import { FLUSH, FTYPE_CONNECTION, type Brigade, type Bucket, type FilterSpec } from '../../server/filters.js';
 import { APLOG_DEBUG, APLOG_INFO } from '../../server/log/levels.js';
-import { tableGet } from '../metadata/mod_env.js';
+import { tableGet } from '../../server/apr-table.js';
 
 const RATE_INTERVAL_MS = 200;
 

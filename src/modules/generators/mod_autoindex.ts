@@ -13,7 +13,7 @@
 import * as fs from 'node:fs';
 import {
   DECLINED, HOOK_MIDDLE, MODULE_API_VERSION, OK, OR_ALL, OR_INDEXES,
-  defineModule, directive, type MaybePromise,
+  defineModule, directive, type MaybePromise, DIR_MAGIC_TYPE,
 } from '../../server/module.js';
 import type { CmdParms } from '../../server/config/cmd.js';
 import { splitWords } from '../../server/config/lexer.js';
@@ -24,7 +24,7 @@ import { APLOG_ERR } from '../../server/log/levels.js';
 import { EOS, type Bucket } from '../../server/filters.js';
 import { toHttpDate } from '../../server/log/time.js';
 import { makeEtag, etagBitsFor } from '../../server/http/etag.js';
-import { DIR_MAGIC_TYPE, escapePath } from '../mappers/mod_dir.js';
+import { escapeUri as escapePath } from '../../lib/urlencoded.js';
 import { fsPath, mtimeMicrosOf } from '../../server/request/stat-cache.js';
 import { strfsize } from '../../lib/apr-strings.js';
 import { unescapeUrlStrict } from '../../lib/urlencoded.js';

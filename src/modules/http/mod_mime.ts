@@ -12,7 +12,7 @@
 import * as fs from 'node:fs';
 import {
   ACCESS_CONF, DECLINED, HOOK_MIDDLE, MODULE_API_VERSION, OK, OR_FILEINFO, RSRC_CONF,
-  defineModule, directive,
+  defineModule, directive, DIR_MAGIC_TYPE,
 } from '../../server/module.js';
 import type { CmdParms } from '../../server/config/cmd.js';
 import type { ConfigContext } from '../../server/config/context.js';
@@ -21,8 +21,6 @@ import type { Request } from '../../server/request/request.js';
 import { APLOG_ERR, APLOG_WARNING, levelFor } from '../../server/log/levels.js';
 import { errnoOf } from '../../server/log/error-log.js';
 
-/** httpd's DIR_MAGIC_TYPE: the content type (and handler) of a directory. */
-export const DIR_MAGIC_TYPE = 'httpd/unix-directory';
 /** httpd's AP_TYPES_CONFIG_FILE. */
 export const DEFAULT_TYPES_CONFIG = 'conf/mime.types';
 

@@ -18,7 +18,7 @@ import { NOT_IN_LIMIT } from '../../server/config/cmd.js';
 import type { ServerRec } from '../../server/server-rec.js';
 import type { Request } from '../../server/request/request.js';
 import { APLOG_DEBUG, APLOG_ERR } from '../../server/log/levels.js';
-import { escapePath } from './mod_dir.js';
+import { escapeUri as escapePath } from '../../lib/urlencoded.js';
 import { evalString, isFailure, parseStringExprCmd, type StringExpr } from '../../expr/index.js';
 
 export interface AliasEntry {

@@ -12,13 +12,13 @@
 import { fastRedirect, overlayNotes } from '../../server/request/fast-redirect.js';
 import {
   DECLINED, HOOK_LAST, MODULE_API_VERSION, OK, OR_INDEXES,
-  defineModule, directive,
+  defineModule, directive, DIR_MAGIC_TYPE,
 } from '../../server/module.js';
 import type { CmdParms } from '../../server/config/cmd.js';
 import { splitWords } from '../../server/config/lexer.js';
 import type { Request } from '../../server/request/request.js';
+import { escapeUri as escapePath } from '../../lib/urlencoded.js';
 
-export const DIR_MAGIC_TYPE = 'httpd/unix-directory';
 /** AP_DEFAULT_INDEX. */
 export const DEFAULT_INDEX = 'index.html';
 /** mod_rewrite's internal redirect handler (REWRITE_REDIRECT_HANDLER_NAME). */
@@ -86,22 +86,6 @@ export function parseIndexRedirect(arg: string): number | string {
 
 // ---- request time ---------------------------------------------------------------------------
 
-/** ap_os_escape_path(path, partial=1): escapes all but alphanumerics and $-_.+!*'(),:;@&=/~
- *  with lowercase hex. The string is taken as bytes (one char per byte; wider chars as UTF-8). */
-export function escapePath(s: string): string {
-  let out = '';
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c < 128 && "$-_.+!*'(),:;@&=/~".includes(s[i]!))) {
-      out += s[i];
-    } else if (c < 256) {
-      out += '%' + c.toString(16).padStart(2, '0');
-    } else {
-      for (const b of Buffer.from(s[i]!, 'utf8')) out += '%' + b.toString(16).padStart(2, '0');
-    }
-  }
-  return out;
-}
 
 /** apr_table_overlay(a, b) for notes: a's values win on lookup (apr_table_get finds the first). */
 

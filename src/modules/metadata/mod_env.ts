@@ -12,9 +12,7 @@
 //    apr_table_get. The overlaid value is shadowed, not lost: httpd's ap_add_common_vars
 //    (CGI) compresses the table and the SetEnv value then wins; shadowedEnv() exposes it.
 //
-// The request's subprocessEnv and notes are Maps; httpd's tables are case-insensitive, so this
-// file also exports the case-insensitive helpers (tableGet/tableSet/tableUnset) that the
-// metadata modules use on them.
+// The request's subprocessEnv and notes are Maps read with apr_table_t's rules (src/server/apr-table.ts).
 
 import {
   DECLINED, HOOK_MIDDLE, MODULE_API_VERSION, OK, OR_FILEINFO,
@@ -22,45 +20,8 @@ import {
 } from '../../server/module.js';
 import type { CmdParms } from '../../server/config/cmd.js';
 import type { Request } from '../../server/request/request.js';
+import { lowerAscii, tableGet } from '../../server/apr-table.js';
 import { APLOG_WARNING, levelFor } from '../../server/log/levels.js';
-
-// ---- case-insensitive access to Map-based request tables (apr_table_t semantics) -------------
-
-/** ASCII lowercase (apr compares keys with strcasecmp, which ignores non-ASCII letters). */
-function lowerAscii(s: string): string {
-  return /[A-Z]/.test(s) ? s.replace(/[A-Z]+/g, (m) => m.toLowerCase()) : s;
-}
-
-/** The key under which a name is stored, compared as apr_table_get does; undefined if absent. */
-export function tableKey(m: ReadonlyMap<string, string>, name: string): string | undefined {
-  if (m.has(name)) return name;
-  if (m.size === 0) return undefined;
-  const k = lowerAscii(name);
-  for (const key of m.keys()) if (key.length === name.length && lowerAscii(key) === k) return key;
-  return undefined;
-}
-
-/** apr_table_get on a Map: exact name first, then case-insensitively. */
-export function tableGet(m: ReadonlyMap<string, string>, name: string): string | undefined {
-  const v = m.get(name);
-  if (v !== undefined) return v;
-  const key = tableKey(m, name);
-  return key === undefined ? undefined : m.get(key);
-}
-
-/** apr_table_set on a Map: replaces the value under the existing spelling of the name. */
-export function tableSet(m: Map<string, string>, name: string, value: string): void {
-  const key = tableKey(m, name);
-  m.set(key ?? name, value);
-}
-
-/** apr_table_unset on a Map: every spelling of the name. */
-export function tableUnset(m: Map<string, string>, name: string): void {
-  m.delete(name);
-  if (m.size === 0) return;
-  const k = lowerAscii(name);
-  for (const key of [...m.keys()]) if (key.length === name.length && lowerAscii(key) === k) m.delete(key);
-}
 
 // ---- configuration ---------------------------------------------------------------------------
 

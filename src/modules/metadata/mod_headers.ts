@@ -36,8 +36,8 @@ import type { HeaderTable } from '../../server/request/headers.js';
 import { FTYPE_CONTENT_SET, type Brigade, type FilterInstance, type FilterSpec } from '../../server/filters.js';
 import { APLOG_CRIT, APLOG_DEBUG, APLOG_ERR, levelFor, type LogLevelConfig } from '../../server/log/levels.js';
 import { nowMicros } from '../../server/log/time.js';
-import { tableGet, tableSet, tableUnset } from './mod_env.js';
-import { compileApacheRegex, pregsub } from './mod_setenvif.js';
+import { lowerAscii, tableGet, tableSet, tableUnset } from '../../server/apr-table.js';
+import { compileApacheRegex, pregsub } from '../../server/util-pcre.js';
 import {
   evalBool, evalString, isFailure, parseExprCmd, parseStringExprCmd, type BoolExpr, type ExprFailure, type StringExpr,
 } from '../../expr/index.js';
@@ -200,10 +200,6 @@ function mergeDirConfig(base: Readonly<HeadersDirConfig>, add: Readonly<HeadersD
 
 type Which = 'in' | 'out' | 'err';
 type Cmd = CmdParms<undefined, HeadersDirConfig>;
-
-function lowerAscii(s: string): string {
-  return /[A-Z]/.test(s) ? s.replace(/[A-Z]+/g, (m) => m.toLowerCase()) : s;
-}
 
 /** Whether a header name is Content-Type in any case (the length test spares the rest). */
 function isContentType(name: string): boolean {

@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { DECLINED, HOOK_MIDDLE, MODULE_API_VERSION, defineModule } from '../../server/module.js';
 import type { Request } from '../../server/request/request.js';
-import { tableGet, tableSet } from './mod_env.js';
+import { tableGet, tableSet } from '../../server/apr-table.js';
 
 const ROOT_SIZE = 10;
 /** stamp (4) + root (10) + counter (2) + connection id (4). */

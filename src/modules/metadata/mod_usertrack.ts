@@ -22,7 +22,7 @@ import type { CmdParms } from '../../server/config/cmd.js';
 import type { Request } from '../../server/request/request.js';
 import { ArgCursor } from '../../server/config/lexer.js';
 import { MONTHS } from '../../server/log/time.js';
-import { tableSet } from './mod_env.js';
+import { tableSet } from '../../server/apr-table.js';
 
 type CookieStyle = 'unset' | 'netscape' | 'cookie' | 'cookie2';
 

@@ -3,8 +3,9 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import dir, { escapePath, mergeDirConfig, parseIndexRedirect, subRequestUri, type DirConfig } from '../../../src/modules/mappers/mod_dir.js';
+import dir, { mergeDirConfig, parseIndexRedirect, subRequestUri, type DirConfig } from '../../../src/modules/mappers/mod_dir.js';
 import { DECLINED, OK } from '../../../src/server/module.js';
+import { escapeUri as escapePath } from '../../../src/lib/urlencoded.js';
 import type { Request } from '../../../src/server/request/request.js';
 import { Scope, fakeRuntime, indexModule, makeCtx, makeRequest, statOf, type FakeRuntimeOptions } from './helpers.js';
 

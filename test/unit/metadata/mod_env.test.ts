@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { configure, errorOf, hook, makeRequest } from './helpers.js';
-import env, { shadowedEnv, tableGet, tableSet, tableUnset, type EnvDirConfig } from '../../../src/modules/metadata/mod_env.js';
+import env, { shadowedEnv, type EnvDirConfig } from '../../../src/modules/metadata/mod_env.js';
+import { tableGet, tableSet, tableUnset } from '../../../src/server/apr-table.js';
 import { DECLINED, OK } from '../../../src/server/module.js';
 
 const dirOf = (v: unknown[]): EnvDirConfig => env.dirIn(v)!;

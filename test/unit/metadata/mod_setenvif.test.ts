@@ -4,8 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { configure, errorOf, hook, makeRequest } from './helpers.js';
-import setenvif, { compileApacheRegex, nonRegexPattern, pregsub, translatePcre } from '../../../src/modules/metadata/mod_setenvif.js';
-import { tableGet } from '../../../src/modules/metadata/mod_env.js';
+import setenvif, { nonRegexPattern } from '../../../src/modules/metadata/mod_setenvif.js';
+import { compileApacheRegex, pregsub, translatePcre } from '../../../src/server/util-pcre.js';
+import { tableGet } from '../../../src/server/apr-table.js';
 import { DECLINED } from '../../../src/server/module.js';
 import type { Request } from '../../../src/server/request/request.js';
 

@@ -3,7 +3,7 @@
 // field, the CondPattern kinds, and the substitution template, compiled once per
 // configuration (or once per .htaccess file version). Pure functions: the fuzz test drives them.
 
-import { compileApacheRegex } from '../../metadata/mod_setenvif.js';
+import { compileApacheRegex } from '../../../server/util-pcre.js';
 import { atoi } from '../../../lib/c-numbers.js';
 
 // ---- flags (httpd's RULEFLAG_* / CONDFLAG_*) -----------------------------------------------

@@ -2,6 +2,8 @@
 // escape_absolute_uri, ap_escape_uri, ap_scan_vchar_obstext), on latin1 byte strings.
 
 import { RULEFLAG_ESCAPECTLS, RULEFLAG_ESCAPENOPLUS } from './parse.js';
+import { escapeUri } from '../../../lib/urlencoded.js';
+export { escapeUri };
 
 /** The schemes mod_rewrite knows: [prefix length, whether a query string makes sense]. */
 const SCHEMES: readonly [string, boolean][] = [
@@ -60,16 +62,6 @@ export function escapeBackref(path: string, escapeme: string | undefined, noesca
   return out;
 }
 
-/** ap_escape_uri (ap_os_escape_path, partial): keeps alphanumerics and $-_.+!*'(),:;@&=/~. */
-export function escapeUri(s: string): string {
-  let out = '';
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c < 128 && "$-_.+!*'(),:;@&=/~".includes(s[i]!))) out += s[i];
-    else out += hex2(c & 0xff);
-  }
-  return out;
-}
 
 /** escape_absolute_uri: the scheme and host kept, the rest escaped (ldap: each ?-part). */
 export function escapeAbsoluteUri(uri: string, scheme: number): string | undefined {
