@@ -305,7 +305,7 @@ const ASYNC: Record<string, AsyncFn> = {
   usleep: async (_c, a) => { await new Promise((res) => setTimeout(res, Math.max(0, Number(a[0]) / 1000))); return undefined; },
   flush: async (c) => { await flushOut(c, [FLUSH]); return multi(true); },
   requestbody: async (c, a) => {
-    const body = await c.r.readAll();
+    const body = await readBody(c.r);
     if (a[0] !== undefined && a[0] !== null) {
       await fs.promises.writeFile(str(a[0]), body);
       return multi(body.length);
@@ -317,7 +317,7 @@ const ASYNC: Record<string, AsyncFn> = {
     const ct = r.headersIn.get('Content-Type') ?? '';
     if (r.method !== 'POST' && r.method !== 'PUT') return multi({}, {});
     const max = Number(a[0] ?? 0);
-    const body = await r.readAll();
+    const body = await readBody(r);
     if (max > 0 && body.length > max) return multi({}, {});
     if (/^application\/x-www-form-urlencoded/i.test(ct)) return parseForm(body.toString('latin1'));
     const m = /^multipart\/form-data.*boundary=("?)([^";]+)\1/i.exec(ct);
@@ -337,6 +337,23 @@ const ASYNC: Record<string, AsyncFn> = {
   wsping: async (c) => (c.ws === null ? multi(false) : multi(await c.ws.ping())),
   wsclose: async (c) => { c.ws?.close(); return undefined; },
 };
+
+/** The body as ap_get_client_block reads it for mod_lua: with a Content-Length, that many bytes
+ *  and no more (what an input filter adds past it is never read); chunked, to the end. */
+async function readBody(r: Request): Promise<Buffer> {
+  const declared = r.body !== null && !r.body.chunked ? r.body.length : -1;
+  if (declared < 0) return r.readAll();
+  const parts: Buffer[] = [];
+  let got = 0;
+  while (got < declared) {
+    const b = await r.read();
+    if (b === null) break;
+    parts.push(b);
+    got += b.length;
+  }
+  const all = Buffer.concat(parts);
+  return all.length > declared ? all.subarray(0, declared) : all;
+}
 
 /** multipart/form-data as lua_request.c's req_parsebody reads it: name → value. */
 export function parseMultipart(body: Buffer, boundary: string): unknown[] {

@@ -475,7 +475,8 @@ function inputFilterSpec(name: string): InputFilterSpec<LuaFilterState & { done:
         const p = await startedPrefix(r, st, decl);
         if (p === 'error') throw new FilterError(500, 'lua filter setup failed');
         if (p === 'skip') { f.remove(); return f.readNext(); }
-        prefix = p;
+        // lua_input_filter_handle passes nothing of the first yield on (unlike the output side).
+        void p;
       }
       const chunk = await f.readNext();
       let out = prefix;
