@@ -307,11 +307,18 @@ async function validate(c: Ctx, res: DavResource, deep: boolean): Promise<DavErr
   const etag = res.stat !== null ? (c.repo.liveProps(c.r, res).find(([, n]) => n === 'getetag')?.[2] ?? '') : '';
   const { tokens, failed } = submittedTokens(c, res, etag, locks);
   if (failed) return { status: 412, desc: 'The precondition(s) specified by the "If:" header did not match this resource. At least one failure is because: a State-token was supplied, but it was not found in the locks on this resource.' };
-  for (const l of [...locks, ...below]) {
-    if (tokens.has(l.token)) continue;
+  // one submitted token of the locks on a resource is enough (several shared locks), for the
+  // resource itself and for each locked resource below it
+  const groups: DavLock[][] = [locks];
+  const byRoot = new Map<string, DavLock[]>();
+  for (const l of below) byRoot.set(l.root, [...(byRoot.get(l.root) ?? []), l]);
+  groups.push(...byRoot.values());
+  for (const g of groups) {
+    if (g.length === 0 || g.some((l) => tokens.has(l.token))) continue;
+    const l = g[0]!;
     const parentUri = !res.exists && l.root !== res.path ? path.posix.dirname(res.uri) : undefined;
     if (c.ifLists === undefined) return parentUri !== undefined ? { status: 423, desc: NO_IF, parentUri } : { status: 423, desc: NO_IF };
-    return { status: 423, desc: 'A validation error has occurred on the parent resource, preventing the operation on the resource specified by the Request-URI.' };
+    return { status: 423, desc: 'This resource is locked and the "If:" header did not specify one of the locktokens for this resource\'s lock(s).' };
   }
   return undefined;
 }
