@@ -95,9 +95,11 @@ export interface DavRepository {
   readonly davClasses: readonly string[];
 }
 
-/** A `dav` provider: opens its repository for a request. */
+/** A `dav` provider: opens its repository for a request. `root` is the repository's root
+ *  (DAVBasePath, or the path of the section that enabled DAV), as httpd's get_resource
+ *  receives it; the filesystem provider maps by r.filename and does not need it. */
 export interface DavProvider {
-  open(r: Request): DavRepository;
+  open(r: Request, root: string): DavRepository;
 }
 
 /** A `dav_lock` provider (mod_dav_lock's generic locks): a lock store for a request, or

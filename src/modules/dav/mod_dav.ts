@@ -39,13 +39,16 @@ interface DavDirConfig {
   /** The merge's complaints (AH00578, AH00579), logged for each request, as httpd merges
    *  per request. */
   warnings: readonly string[];
+  /** The section's path and DAVBasePath: the repository root handed to the provider. */
+  dir: string | undefined;
+  base: string | undefined;
   minTimeout: number | undefined;
   depthInfinity: boolean | undefined;
   lockDiscovery: boolean | undefined;
 }
 
-function createDirConfig(): DavDirConfig {
-  return { provider: undefined, warnings: [], minTimeout: undefined, depthInfinity: undefined, lockDiscovery: undefined };
+function createDirConfig(dirPath: string | undefined): DavDirConfig {
+  return { provider: undefined, warnings: [], dir: dirPath, base: undefined, minTimeout: undefined, depthInfinity: undefined, lockDiscovery: undefined };
 }
 
 function mergeDirConfig(base: Readonly<DavDirConfig>, add: Readonly<DavDirConfig>): DavDirConfig {
@@ -58,6 +61,8 @@ function mergeDirConfig(base: Readonly<DavDirConfig>, add: Readonly<DavDirConfig
   return {
     provider: add.provider ?? base.provider,
     warnings,
+    dir: add.dir ?? base.dir,
+    base: add.base ?? base.base,
     minTimeout: add.minTimeout ?? base.minTimeout,
     depthInfinity: add.depthInfinity ?? base.depthInfinity,
     lockDiscovery: add.lockDiscovery ?? base.lockDiscovery,
@@ -73,6 +78,11 @@ function davDirective(cmd: Cmd, arg: string): string | undefined {
   else cmd.dir.provider = arg;
   const name = cmd.dir.provider;
   if (name !== undefined && cmd.ctx.provider('dav', name) === undefined) return `Unknown DAV provider: ${arg}`;
+  return undefined;
+}
+
+function davBasePath(cmd: Cmd, arg: string): string | undefined {
+  cmd.dir.base = arg;
   return undefined;
 }
 
@@ -875,7 +885,7 @@ async function davHandler(r: Request): Promise<HookResult> {
   if (name === undefined) return DECLINED;
   const provider = r.rt.ctx.provider('dav', name);
   if (provider === undefined) return 500;
-  const repo = provider.open(r);
+  const repo = provider.open(r, conf.base ?? conf.dir ?? '/');
   const ifh = r.headersIn.get('If');
   let ifLists: IfList[] | undefined;
   if (ifh !== undefined) {
@@ -913,6 +923,7 @@ const self = defineModule<undefined, DavDirConfig>({
   mergeDirConfig,
   directives: [
     directive({ name: 'DAV', args: 'TAKE1', where: ACCESS_CONF, help: 'specify the DAV provider for a directory or location', handler: davDirective }),
+    directive({ name: 'DAVBasePath', args: 'TAKE1', where: ACCESS_CONF, help: 'specify the DAV repository base URL', handler: davBasePath }),
     directive({ name: 'DAVMinTimeout', args: 'TAKE1', where: ACCESS_CONF | RSRC_CONF, help: 'specify minimum allowed timeout', handler: davMinTimeout }),
     directive({ name: 'DAVDepthInfinity', args: 'FLAG', where: ACCESS_CONF | RSRC_CONF, help: 'allow Depth infinity PROPFIND requests', handler: (cmd: Cmd, on: boolean) => { cmd.dir.depthInfinity = on; } }),
     directive({ name: 'DAVLockDiscovery', args: 'FLAG', where: ACCESS_CONF | RSRC_CONF, help: 'allow lock discovery by PROPFIND requests', handler: (cmd: Cmd, on: boolean) => { cmd.dir.lockDiscovery = on; } }),
