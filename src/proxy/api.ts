@@ -345,10 +345,17 @@ export interface ProxyDirConf {
 // ---- provider groups --------------------------------------------------------------------------
 /**
  * A protocol module (group "proxy_scheme", one provider per module, named after it: "http",
- * "fcgi", "scgi", "uwsgi", "wstunnel"). mod_proxy asks each in turn, in load order, as httpd's
- * proxy_run_canon_handler / proxy_run_scheme_handler: the first answer other than DECLINED wins.
+ * "fcgi", "scgi", "uwsgi", "wstunnel"). mod_proxy asks each in turn, in load order (those with
+ * `first` before the others, as httpd's APR_HOOK_FIRST), as httpd's proxy_run_canon_handler /
+ * proxy_run_scheme_handler: the first answer other than DECLINED wins.
  */
 export interface ProxySchemeProvider {
+  /** Asked before the providers without it (mod_proxy_wstunnel's hooks run before mod_proxy_http's). */
+  readonly first?: boolean;
+  /** proxy_hook_check_trans: a ProxyPass matched and maps the request to `url` (without
+   *  "proxy:"); a status other than OK and DECLINED passes the request on to the next
+   *  ProxyPass (mod_proxy_wstunnel takes ws:// only with an Upgrade header). */
+  checkTrans?(r: Request, url: string): number;
   /** proxy_hook_canon_handler: `url` is r.filename without "proxy:"; canonicalise it into
    *  r.filename ("proxy:" + canonical URL) when the scheme is this module's; OK, DECLINED, or
    *  an HTTP status (400 for a bad URL). */
@@ -488,6 +495,16 @@ export interface ProxyApi {
   /** ap_proxy_tunnel: relays bytes both ways between the client connection and the backend
    *  (Upgrade: websocket, CONNECT) until one side closes or the idle timeout; OK or a status. */
   tunnel(r: Request, conn: ProxyConn, idleTimeout: number): Promise<number>;
+  /**
+   * ap_proxy_create_hdrbrgd: the request line and header fields to send to the backend,
+   * without the body framing (Content-Length, Transfer-Encoding) and Connection, which the
+   * caller adds, nor the blank line. `target` is the request-target, `host`/`portStr` the
+   * backend's host and port from the URL (for Host unless ProxyPreserveHost), `serverPortStr`
+   * the Via port (":port" or ""), `force10` an HTTP/1.0 request line, `expect100` whether
+   * "Expect: 100-Continue" is sent (otherwise Expect is dropped). `oldCl`/`oldTe`: the
+   * client's Content-Length and Transfer-Encoding, taken out.
+   */
+  createHeaders(r: Request, conn: ProxyConn, req: { target: string; host: string; portStr: string | undefined; serverPortStr: string; force10: boolean; expect100: boolean }): { head: string; oldCl: string | undefined; oldTe: string | undefined };
   /** Bumps the worker's transferred / read counters. */
   countBytes(worker: ProxyWorker, sent: number, received: number): void;
 }

@@ -4,8 +4,11 @@
 // httpd 2.4.47+) and behind `ProxyPass /up/ http://... upgrade=websocket` (mod_proxy_http).
 // Checked for each: the 101 with the backend's Sec-WebSocket-Accept, a frame the server sends
 // first, text and binary frames (one over 64 KB, the 64-bit length form) echoed, a ping
-// answered, and the close handshake (the close frame echoed, then both ends closed). The same
-// test passes against Apache 2.4.71 with the same configuration.
+// answered, and the close handshake (the close frame echoed, then both ends closed). Then a
+// virtual host with ProxyWebsocketFallbackToProxyHttp Off, where mod_proxy_wstunnel tunnels by
+// itself (sending "Upgrade: WebSocket") and its ProxyPass lets requests without Upgrade through
+// to the next ProxyPass. The same test passes against Apache 2.4.71 with the same
+// configuration (PLUME_WS_SERVER=/usr/sbin/apache2).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -151,6 +154,7 @@ test('WebSocket through mod_proxy_wstunnel (ws://) and mod_proxy_http (upgrade=w
     fs.mkdirSync(path.join(root, 'logs'));
     fs.mkdirSync(path.join(root, 'htdocs'));
     const port = await freePort();
+    const off = await freePort();
     const m = (n: string): string => `LoadModule ${n}_module /usr/lib/apache2/modules/mod_${n}.so`;
     fs.writeFileSync(path.join(root, 'httpd.conf'), [
       `ServerRoot "${root}"`, `Listen 127.0.0.1:${port}`, m('mpm_event'), m('authz_core'),
@@ -159,13 +163,21 @@ test('WebSocket through mod_proxy_wstunnel (ws://) and mod_proxy_http (upgrade=w
       `DocumentRoot "${root}/htdocs"`,
       `ProxyPass /ws/ ws://127.0.0.1:${backend.port}/`,
       `ProxyPass /up/ http://127.0.0.1:${backend.port}/ upgrade=websocket`,
+      // ProxyWebsocketFallbackToProxyHttp Off: mod_proxy_wstunnel tunnels by itself, and its
+      // ProxyPass takes only requests with an Upgrade header (the others go to the next one).
+      `Listen 127.0.0.1:${off}`,
+      `<VirtualHost 127.0.0.1:${off}>`,
+      '  ProxyWebsocketFallbackToProxyHttp Off',
+      `  ProxyPass /ws/ ws://127.0.0.1:${backend.port}/`,
+      `  ProxyPass / http://127.0.0.1:${backend.port}/plain/`,
+      '</VirtualHost>',
     ].join('\n') + '\n');
-    srv = await startServerCommand('plume', root, port);
+    srv = await startServerCommand(process.env.PLUME_WS_SERVER ?? 'plume', root, port);
 
-    for (const prefix of ['/ws/', '/up/']) {
-      await t.test(`${prefix}: handshake, frames both ways, ping, close`, async () => {
+    for (const [p, prefix] of [[port, '/ws/'], [port, '/up/'], [off, '/ws/']] as const) {
+      await t.test(`${p === off ? 'fallback off ' : ''}${prefix}: handshake, frames both ways, ping, close`, async () => {
         const key = crypto.randomBytes(16).toString('base64');
-        const c = await Client.open(port, `${prefix}echo?x=1`, key);
+        const c = await Client.open(p, `${prefix}echo?x=1`, key);
         await c.until('the 101 and the greeting', () => c.frames.length >= 1);
         assert.match(c.response!, /^HTTP\/1\.1 101 Switching Protocols\r\n/);
         assert.match(c.response!, new RegExp(`\r\nSec-WebSocket-Accept: ${acceptOf(key).replace(/[+/]/g, '\\$&')}(\r\n|$)`, 'i'));
@@ -190,8 +202,19 @@ test('WebSocket through mod_proxy_wstunnel (ws://) and mod_proxy_http (upgrade=w
         assert.equal(c.frames.length, 5);
       });
     }
-    await t.test('the backend saw both upgrades with their paths', () => {
-      assert.deepEqual(backend.upgrades, ['/echo?x=1 websocket', '/echo?x=1 websocket']);
+    await t.test('fallback off: without Upgrade, the ws:// ProxyPass passes the request on to the next one', async () => {
+      const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        http.get({ host: '127.0.0.1', port: off, path: '/ws/echo', agent: false }, (r) => {
+          let body = '';
+          r.on('data', (d: Buffer) => { body += d.toString(); });
+          r.on('end', () => resolve({ status: r.statusCode ?? 0, body }));
+        }).on('error', reject);
+      });
+      assert.deepEqual(res, { status: 200, body: 'no upgrade\n' });
+      assert.deepEqual(backend.plain, ['GET /plain/ws/echo upgrade=-']);
+    });
+    await t.test('the backend saw the upgrades with their paths', () => {
+      assert.deepEqual(backend.upgrades, ['/echo?x=1 websocket', '/echo?x=1 websocket', '/echo?x=1 WebSocket']);
     });
   } finally {
     await srv?.stop();

@@ -118,53 +118,11 @@ function hasToken(v: string | undefined, tok: string): boolean {
 /** ap_proxy_create_hdrbrgd + the body framing of ap_proxy_http_prefetch: the head to send and
  *  how the body goes (or a status). */
 async function buildRequest(q: Req): Promise<{ head: string; body: 'none' | 'cl' | 'chunked'; prefetched: Buffer[]; ended: boolean; cl: number } | number> {
-  const { r, conn, dconf, sconf } = q;
+  const { r, conn } = q;
   const env = r.subprocessEnv;
   if (q.force10 || env.has('proxy-nokeepalive')) conn.close = true;
-  const savedHost = r.headersIn.get('Host');
-  const h = r.headersIn.copy();
-  let oldTe = h.get('Transfer-Encoding');
-  let oldCl = h.get('Content-Length');
-  h.unset('Transfer-Encoding');
-  h.unset('Content-Length');
-  clearConnection((n) => h.get(n), (n) => h.unset(n));
-  h.unset('Keep-Alive');
-  h.unset('Upgrade');
-  h.unset('TE');
-  h.unset('Trailer');
-  let host: string;
-  if (dconf.preserveHost !== true) {
-    const bare = q.host.replace(/^\[|\]$/g, '');
-    const withPort = q.portStr !== undefined && Number(q.portStr) !== 80;
-    host = bare.includes(':') ? `[${bare}]${withPort ? ':' + q.portStr : ''}` : `${bare}${withPort ? ':' + q.portStr : ''}`;
-  } else {
-    host = savedHost ?? r.server.serverHostname ?? '';
-    if (savedHost === undefined) r.log(MOD, APLOG_WARNING, `AH01092: no HTTP 0.9 request (with no host line) on incoming request and preserve host set forcing hostname to be ${host} for uri ${r.uri}`);
-  }
-  h.unset('Host');
-  const via = sconf.viaopt ?? 'off';
-  if (via === 'block') h.unset('Via');
-  else if (via !== 'off') {
-    let sn = getServerName(r);
-    if (sn === r.hostname) sn = r.server.serverHostname ?? sn;
-    const v = `${Math.floor(r.protoNum / 1000)}.${r.protoNum % 1000} ${sn}${q.serverPortStr}`;
-    h.merge('Via', via === 'full' ? `${v} (${VIA_BANNER})` : v);
-  }
-  if (q.do100) {
-    const ex = h.get('Expect');
-    if (ex === undefined || !hasToken(ex, '100-continue')) h.merge('Expect', '100-Continue');
-  } else h.unset('Expect');
-  if (dconf.addForwardedHeaders !== false && r.proxyreq === PROXYREQ_REVERSE) {
-    h.merge('X-Forwarded-For', r.useragentIp);
-    if (savedHost !== undefined) h.merge('X-Forwarded-Host', savedHost);
-    h.merge('X-Forwarded-Server', r.server.serverHostname ?? '');
-  }
-  if (r.user !== undefined && !env.has('Proxy-Chain-Auth')) h.unset('Proxy-Authorization');
-  if (r.main !== null) for (const n of ['If-Match', 'If-Modified-Since', 'If-Range', 'If-Unmodified-Since', 'If-None-Match']) h.unset(n);
-  const creds = r.notes.get('proxy-basic-creds');
-  if (creds !== undefined) h.merge('Proxy-Authorization', creds);
-  let head = `${r.method} ${q.path} HTTP/1.${q.force10 ? 0 : 1}\r\nHost: ${host}\r\n`;
-  h.forEach((name, value) => { head += `${name}: ${value}\r\n`; });
+  const created = q.api.createHeaders(r, conn, { target: q.path, host: q.host, portStr: q.portStr, serverPortStr: q.serverPortStr, force10: q.force10, expect100: q.do100 });
+  let { head, oldCl, oldTe } = created;
 
   // The body: prefetch up to 16 KB to decide between Content-Length and chunked.
   let body: 'none' | 'cl' | 'chunked' = 'none';

@@ -3,6 +3,7 @@
 // protocol module of its scheme, and the "proxy_api" provider through which the protocol,
 // balancer and health-check modules use mod_proxy's workers and connection pools.
 
+import { createHeaders } from './headers.js';
 import {
   defineModule, directive, DECLINED, DONE, OK, MODULE_API_VERSION, RSRC_CONF, ACCESS_CONF,
   HOOK_FIRST, HOOK_MIDDLE, type ModuleDecl,
@@ -20,7 +21,7 @@ import { sendHttpTrace } from '../../../server/http/http-core.js';
 import { noMethodsAllow } from '../../../server/core/core-hooks.js';
 import {
   PROXYREQ_NONE, PROXYREQ_PROXY, PROXYREQ_REVERSE, PROXY_WORKER_IN_ERROR,
-  type ProxyApi, type ProxyConn, type ProxyServerConf, type ProxyWorker, type ProxyDirConf, type ProxyAlias, type ProxyBalancer,
+  type ProxyApi, type ProxySchemeProvider, type ProxyConn, type ProxyServerConf, type ProxyWorker, type ProxyDirConf, type ProxyAlias, type ProxyBalancer,
 } from '../../../proxy/api.js';
 import {
   createServerConfig, mergeServerConfig, createDirConfig, mergeDirConfig, addPass, addReverse, proxySection, addMember,
@@ -179,6 +180,7 @@ export const api: ProxyApi = {
   portOfScheme,
   backendTimeout,
   tunnel: runTunnel,
+  createHeaders: (r, _c, req) => createHeaders(r, proxy.server(r.server), proxy.dir(r), req),
   countBytes(w, sent, received) { w.s.transferred += sent; w.s.read += received; },
 };
 
@@ -382,6 +384,15 @@ function transMatch(r: Request, ent: ProxyAlias, dconf: DirConf): number {
     nocanon = false;
   }
   if (found === undefined) return HTTP_CONTINUE;
+  // proxy_run_check_trans: the protocol module the URL goes to may pass the request on to the
+  // next ProxyPass (mod_proxy_wstunnel without an Upgrade header).
+  for (const p of schemeProviders(r)) {
+    if (p.checkTrans === undefined) continue;
+    const rv = p.checkTrans(r, found.slice(6));
+    if (rv === DECLINED) continue;
+    if (rv !== OK) return HTTP_CONTINUE;
+    break;
+  }
   r.filename = found;
   r.handler = 'proxy-server';
   r.proxyreq = PROXYREQ_REVERSE;
@@ -472,6 +483,16 @@ function runtimeDirRelative(r: Request, p: string): string {
   return dir.replace(/\/+$/, '') + '/' + p;
 }
 
+/** The protocol modules in the order httpd runs their proxy hooks: those registered FIRST
+ *  (mod_proxy_wstunnel), then the others in load order; computed once per configuration. */
+function schemeProviders(r: Request): readonly ProxySchemeProvider[] {
+  const ctx = r.rt.ctx;
+  return ctx.getScratch<ProxySchemeProvider[]>('proxy:schemes', () => {
+    const all = ctx.providerNames('proxy_scheme').map((n) => ctx.provider('proxy_scheme', n)!);
+    return [...all.filter((p) => p.first === true), ...all.filter((p) => p.first !== true)];
+  });
+}
+
 /** ap_proxy_canon_url (fixups): the scheme module's canon handler. */
 function canonUrl(r: Request): number {
   if (r.proxyreq === PROXYREQ_NONE || !r.filename.startsWith('proxy:')) return DECLINED;
@@ -480,9 +501,8 @@ function canonUrl(r: Request): number {
     if (st >= 400) return st;
   }
   const url = r.filename.slice(6);
-  const ctx = r.rt.ctx;
-  for (const n of ctx.providerNames('proxy_scheme')) {
-    const st = ctx.provider('proxy_scheme', n)!.canon(r, url);
+  for (const p of schemeProviders(r)) {
+    const st = p.canon(r, url);
     if (st !== DECLINED) {
       if (st !== OK) return st;
       break;
@@ -499,9 +519,8 @@ function proxyFixup(r: Request): number {
 }
 
 async function runScheme(r: Request, w: ProxyWorker, conf: ProxyServerConf, url: string, pname: string | undefined, pport: number): Promise<number> {
-  const ctx = r.rt.ctx;
-  for (const n of ctx.providerNames('proxy_scheme')) {
-    const st = await ctx.provider('proxy_scheme', n)!.handle(r, w, conf, url, pname, pport);
+  for (const p of schemeProviders(r)) {
+    const st = await p.handle(r, w, conf, url, pname, pport);
     if (st !== DECLINED) return st;
   }
   return DECLINED;
