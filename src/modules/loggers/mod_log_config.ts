@@ -2,8 +2,9 @@
 // with httpd 2.4's semantics (modules/loggers/mod_log_config.c):
 //  - a format string is compiled once, at configuration time, into constant strings and item
 //    closures (each item's argument is also parsed then: %{...}t, %{...}T, %{...}p, %{...}P);
-//  - items are looked up in a registry other modules add to (registerLogItem, httpd's
-//    optional function ap_register_log_handler): mod_logio adds %I %O %S %^FB;
+//  - items are mod_log_config's own, then those of the loaded modules' `log_items` providers
+//    (log-items-api.ts; httpd's optional function ap_register_log_handler): mod_logio adds
+//    %I %O %S %^FB, mod_ssl %x and %c;
 //  - per server: the vhost's own CustomLog/TransferLog lines, or the main server's when the
 //    vhost has none, plus the main server's GlobalLog lines always;
 //  - nicknames are resolved when the logs are opened (after the whole configuration was read),
@@ -18,6 +19,7 @@ import { GLOBAL_ONLY, type CmdParms } from '../../server/config/cmd.js';
 import type { ConfigContext } from '../../server/config/context.js';
 import { EXPR_FLAG_DONT_VARY, evalBool, isFailure, parseExprCmd, type BoolExpr, type ExprFailure } from '../../expr/index.js';
 import type { Request } from '../../server/request/request.js';
+import { logItem, requestBeginMicros, type LogItemFactory, type LogItemFn, type LogItemHandler, type LogItemSet } from './log-items-api.js';
 import { getRemoteHost, REMOTE_NAME } from '../../server/remote-host.js';
 import type { HeaderTable } from '../../server/request/headers.js';
 import type { ServerRec } from '../../server/server-rec.js';
@@ -32,25 +34,14 @@ export const DEFAULT_LOG_FORMAT = '%h %l %u %t "%r" %>s %b';
 
 // ---- the item registry (ap_register_log_handler) -------------------------------------------
 
-/** A log item: the text for the request, or null/undefined for none (logged as "-"). */
-export type LogItemFn = (r: Request, arg: string) => string | null | undefined;
-/** An item whose argument is looked at once, when the format is compiled. */
-export type LogItemFactory = (arg: string) => (r: Request) => string | null | undefined;
+type LogHandler = LogItemHandler;
 
-interface LogHandler {
-  readonly make: LogItemFactory;
-  readonly wantOrigDefault: boolean;
-}
-
+/** mod_log_config's own items; other modules' come from their `log_items` providers. */
 const logHandlers = new Map<string, LogHandler>();
 
-/**
- * Registers a format item under a one-letter tag ("I") or '^' plus two letters ("^FB"), as
- * httpd's log_pfn_register. `wantOrigDefault`: by default the item looks at the original
- * request of an internal redirect chain (as %s %U %T %D %r do) rather than the final one.
- */
+/** Adds one of mod_log_config's own items (httpd's log_pfn_register in its pre_config). */
 export function registerLogItem(tag: string, fn: LogItemFn, wantOrigDefault = false): void {
-  logHandlers.set(tag, { make: (arg) => (r) => fn(r, arg), wantOrigDefault });
+  logHandlers.set(tag, logItem(fn, wantOrigDefault));
 }
 
 /** As registerLogItem, for an item that prepares its argument once at compile time. */
@@ -69,12 +60,6 @@ function tableGet(m: ReadonlyMap<string, string>, name: string): string | undefi
   const lower = name.toLowerCase();
   for (const [k, val] of m) if (k.toLowerCase() === lower) return val;
   return undefined;
-}
-
-/** The request's start in microseconds since the epoch (httpd's r->request_time). Uses
- *  r.startMicros when the HTTP layer set it, else r.requestTime (ms). */
-export function requestBeginMicros(r: Request): number {
-  return Math.floor(r.startMicros > 0 ? r.startMicros : r.requestTime * 1000);
 }
 
 /** End time of the transaction being logged: taken once, when first needed, and shared by
@@ -373,7 +358,7 @@ function parseMisc(s: string, pos: number): [string, number] {
 }
 
 /** parse_log_item for a '%' item at `pos`: the part and where parsing continues, or an error. */
-function parseItem(s: string, pos: number): [LogPart, number] | string {
+function parseItem(s: string, pos: number, extra: LogItemSet | undefined): [LogPart, number] | string {
   let i = pos + 1;
   if (s[i] === '%') return ['%', i + 1];
   let negate = false;
@@ -405,11 +390,11 @@ function parseItem(s: string, pos: number): [LogPart, number] | string {
     }
     let h: LogHandler | undefined;
     if (c === '^' && i + 2 < s.length) {
-      h = logHandlers.get(s.slice(i, i + 3));
+      h = lookupItem(s.slice(i, i + 3), extra);
       if (h) i += 3;
     }
     if (!h) {
-      h = logHandlers.get(c);
+      h = lookupItem(c, extra);
       i++;
     }
     if (!h) return `Unrecognized LogFormat directive %${c}`;
@@ -426,14 +411,35 @@ function parseItem(s: string, pos: number): [LogPart, number] | string {
   return 'Ran off end of LogFormat parsing args to some directive';
 }
 
-/** Compiles a LogFormat string (parse_log_string): the format, or httpd's error text. */
-export function compileLogFormat(fmt: string): LogFormat | string {
+function lookupItem(tag: string, extra: LogItemSet | undefined): LogHandler | undefined {
+  return logHandlers.get(tag) ?? extra?.get(tag);
+}
+
+/** The items the loaded modules add (their `log_items` providers), gathered once per
+ *  configuration. */
+const itemsByCtx = new WeakMap<ConfigContext, LogItemSet>();
+export function loadedLogItems(ctx: ConfigContext): LogItemSet {
+  let items = itemsByCtx.get(ctx);
+  if (items === undefined) {
+    const all = new Map<string, LogHandler>();
+    for (const name of ctx.providerNames('log_items')) {
+      for (const [tag, h] of ctx.provider('log_items', name) ?? []) all.set(tag, h);
+    }
+    items = all;
+    itemsByCtx.set(ctx, items);
+  }
+  return items;
+}
+
+/** Compiles a LogFormat string (parse_log_string): the format, or httpd's error text.
+ *  `extra`: the loaded modules' items (loadedLogItems). */
+export function compileLogFormat(fmt: string, extra?: LogItemSet): LogFormat | string {
   const parts: LogPart[] = [];
   let i = 0;
   while (i < fmt.length) {
     let part: LogPart;
     if (fmt[i] === '%') {
-      const r = parseItem(fmt, i);
+      const r = parseItem(fmt, i, extra);
       if (typeof r === 'string') return r;
       [part, i] = r;
     } else {
@@ -547,7 +553,7 @@ let bufferedLogs = false;
 
 function setLogFormat(cmd: Cmd, fmt: string, name: string | undefined): string | undefined {
   const mls = cmd.srv;
-  const f = compileLogFormat(fmt);
+  const f = compileLogFormat(fmt, loadedLogItems(cmd.ctx));
   if (name !== undefined) {
     if (typeof f === 'string') return f;
     mls.formats.set(name.toLowerCase(), fmt);
@@ -580,7 +586,7 @@ function addCustomLog(cmd: Cmd, fn: string, fmt: string | undefined, envclause: 
   }
   let format: LogFormat | undefined;
   if (fmt !== undefined) {
-    const f = compileLogFormat(fmt);
+    const f = compileLogFormat(fmt, loadedLogItems(cmd.ctx));
     if (typeof f === 'string') return f;
     format = f;
   }
@@ -697,29 +703,30 @@ function openServerLogs(ctx: ConfigContext, sinks: Map<string, LogSink>, mls: Lo
   let def: LogFormat | undefined = mls.defaultFormat;
   if (mls.defaultFormatString !== undefined) {
     const named = mls.formats.get(mls.defaultFormatString.toLowerCase());
-    if (named !== undefined) def = compileOrKeep(named, def);
+    if (named !== undefined) def = compileOrKeep(ctx, named, def);
   }
   mls.resolvedDefault = def ?? defaultCompiled();
   const list = mls.configLogs.length ? mls.configLogs : mls.serverConfigLogs ?? [];
   for (const cls of list) {
     if (cls.formatString !== undefined) {
       const named = mls.formats.get(cls.formatString.toLowerCase());
-      if (named !== undefined) cls.format = compileOrKeep(named, cls.format);
+      if (named !== undefined) cls.format = compileOrKeep(ctx, named, cls.format);
     }
     if (!cls.sink) cls.sink = openTarget(ctx, sinks, cls.fname);
   }
 }
 
 /** Nicknames were checked when defined; compile the named format (once per string). */
-const compiledCache = new Map<string, LogFormat>();
-function compileOrKeep(fmt: string, keep: LogFormat | undefined): LogFormat | undefined {
-  let c = compiledCache.get(fmt);
+const compiledCache = new WeakMap<ConfigContext, Map<string, LogFormat>>();
+function compileOrKeep(ctx: ConfigContext, fmt: string, keep: LogFormat | undefined): LogFormat | undefined {
+  let cache = compiledCache.get(ctx);
+  if (cache === undefined) compiledCache.set(ctx, (cache = new Map()));
+  let c = cache.get(fmt);
   if (!c) {
-    const f = compileLogFormat(fmt);
+    const f = compileLogFormat(fmt, loadedLogItems(ctx));
     if (typeof f === 'string') return keep;
     c = f;
-    if (compiledCache.size > 1000) compiledCache.clear();
-    compiledCache.set(fmt, c);
+    cache.set(fmt, c);
   }
   return c;
 }

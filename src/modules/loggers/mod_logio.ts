@@ -15,7 +15,7 @@ import type { CmdParms } from '../../server/config/cmd.js';
 import type { Request } from '../../server/request/request.js';
 import { FTYPE_RESOURCE, type FilterInstance, type FilterSpec, type Brigade } from '../../server/filters.js';
 import { nowMicros } from '../../server/log/time.js';
-import { registerLogItem, requestBeginMicros } from './mod_log_config.js';
+import { logItem, requestBeginMicros, type LogItemSet } from './log-items-api.js';
 
 /** Per-directory configuration (logio_dirconf_t): LogIOTrackTTFB. */
 export interface LogioDir {
@@ -29,16 +29,16 @@ function createDirConfig(): LogioDir {
 /** Time to first byte per request (µs), recorded by the LOGIO_TTFB_OUT filter. */
 const ttfb = new WeakMap<Request, number>();
 
-function registerItems(): void {
-  registerLogItem('I', (r) => String(r.connection.bytesIn));
-  registerLogItem('O', (r) => String(r.connection.bytesOut));
-  registerLogItem('S', (r) => String(r.connection.bytesIn + r.connection.bytesOut));
-  registerLogItem('^FB', (r) => {
+/** %I %O %S and %^FB for mod_log_config (its `log_items` provider). */
+const logItems: LogItemSet = new Map([
+  ['I', logItem((r) => String(r.connection.bytesIn))],
+  ['O', logItem((r) => String(r.connection.bytesOut))],
+  ['S', logItem((r) => String(r.connection.bytesIn + r.connection.bytesOut))],
+  ['^FB', logItem((r) => {
     const t = ttfb.get(r);
     return t ? String(t) : '-';
-  });
-}
-registerItems();
+  })],
+]);
 
 const ttfbFilter: FilterSpec<undefined> = {
   name: 'LOGIO_TTFB_OUT',
@@ -87,11 +87,9 @@ const self = defineModule<undefined, LogioDir>({
     insertFilter: { fn: insertFilter, order: HOOK_LAST },
     logTransaction: { fn: logTransaction, order: HOOK_MIDDLE, predecessors: ['mod_log_config.c'] },
   },
-  configHooks: {
-    // logio_pre_config: the items are (re-)registered with mod_log_config.
-    preConfig: registerItems,
-  },
   filters: [ttfbFilter as FilterSpec],
+  // logio_pre_config's ap_register_log_handler calls.
+  providers: [{ group: 'log_items', name: 'logio', version: '0', provider: logItems }],
 });
 
 export default self;

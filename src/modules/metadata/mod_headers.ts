@@ -42,6 +42,7 @@ import {
   evalBool, evalString, isFailure, parseExprCmd, parseStringExprCmd, type BoolExpr, type ExprFailure, type StringExpr,
 } from '../../expr/index.js';
 import type { MaybePromise } from '../../server/module.js';
+import { sslVarLookup } from '../../server/ssl-var.js';
 
 // ---- format specifiers ---------------------------------------------------------------------
 
@@ -61,12 +62,6 @@ export interface ServerLoad {
 let serverLoad: () => ServerLoad = () => ({ idle: 0, busy: 100 });
 export function setServerLoadProvider(fn: () => ServerLoad): void {
   serverLoad = fn;
-}
-
-/** mod_ssl's variable lookup (ap_ssl_var_lookup), for %{VAR}s; none without mod_ssl. */
-let sslVarLookup: ((r: Request, name: string) => string | undefined) | undefined;
-export function setSslVarLookup(fn: ((r: Request, name: string) => string | undefined) | undefined): void {
-  sslVarLookup = fn;
 }
 
 /** unwrap_header: CR and LF become spaces. */
@@ -93,7 +88,7 @@ const FORMAT_TAGS: ReadonlyMap<string, TagFn> = new Map<string, TagFn>([
     return v === undefined ? '(null)' : unwrap(v);
   }],
   ['s', (r, name) => {
-    const v = sslVarLookup?.(r, name);
+    const v = sslVarLookup(r, name);
     return v === undefined || v === '' ? '(null)' : unwrap(v);
   }],
 ]);

@@ -8,13 +8,17 @@ import * as assert from 'node:assert/strict';
 import {
   compileLogFormat, formatLogLine, registerLogItem, DEFAULT_LOG_FORMAT, type LogFormat,
 } from '../../../src/modules/loggers/mod_log_config.js';
-import '../../../src/modules/loggers/mod_logio.js';
+import logio from '../../../src/modules/loggers/mod_logio.js';
+import type { LogItemSet } from '../../../src/modules/loggers/log-items-api.js';
 import type { Request } from '../../../src/server/request/request.js';
 import { nowMicros } from '../../../src/server/log/time.js';
 import { makeRequest, requestLine, withTz, MEASURED_MICROS } from './helpers.js';
 
+/** mod_logio's items (%I %O %S %^FB), as a configuration that loads it offers them. */
+const logioItems = logio.decl.providers!.find((p) => p.group === 'log_items')!.provider as LogItemSet;
+
 function compile(fmt: string): LogFormat {
-  const f = compileLogFormat(fmt);
+  const f = compileLogFormat(fmt, logioItems);
   if (typeof f === 'string') throw new Error(f);
   return f;
 }

@@ -7,6 +7,7 @@ import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
 import logConfig, { compileLogFormat, formatLogLine, type LogFormat } from '../../../src/modules/loggers/mod_log_config.js';
 import logio from '../../../src/modules/loggers/mod_logio.js';
+import type { LogItemSet } from '../../../src/modules/loggers/log-items-api.js';
 import type { Request } from '../../../src/server/request/request.js';
 import type { FilterInstance, FilterSpec, Brigade } from '../../../src/server/filters.js';
 import { nowMicros } from '../../../src/server/log/time.js';
@@ -15,9 +16,15 @@ import { load, configError, makeRequest, requestLine, readLines, flushed } from 
 type HookFn = (r: Request) => number | void;
 const fnOf = (x: unknown): HookFn => (typeof x === 'function' ? x : (x as { fn: HookFn }).fn) as HookFn;
 
+const logioItems = logio.decl.providers!.find((p) => p.group === 'log_items')!.provider as LogItemSet;
+
 function fmt(s: string): LogFormat {
-  return compileLogFormat(s) as LogFormat;
+  return compileLogFormat(s, logioItems) as LogFormat;
 }
+
+test('%I is mod_logio\'s: unknown to mod_log_config alone, as in httpd', () => {
+  assert.equal(compileLogFormat('%h %I'), 'Unrecognized LogFormat directive %I');
+});
 
 test('%I %O %S read the connection counts (measured: GET / and a 400)', () => {
   const { r } = makeRequest({ conn: { bytesIn: 79, bytesOut: 244 } });

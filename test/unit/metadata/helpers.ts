@@ -149,6 +149,7 @@ export function makeRequest(c: Configured, s: RequestSetup = {}): TestRequest {
     logRequest: (_r: Request, module: string, level: number, message: string) => { log.push(`[${module}:${levelName(level)}] ${message}`); },
     addFilter: (r: Request, spec: FilterSpec) => { insertFilter(r.outputFilters, instantiate(spec, r)); },
     errno: () => undefined,
+    ctx: c.ctx,
   } as unknown as Runtime;
   const conn = {
     id: 1, remoteIp: s.remoteIp ?? '127.0.0.1', remotePort: 40000, localIp: s.localIp ?? '127.0.0.1', localPort: 80,

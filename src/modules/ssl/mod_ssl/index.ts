@@ -12,8 +12,7 @@ import type { Request, ConnRec } from '../../../server/request/request.js';
 import type { ServerRec } from '../../../server/server-rec.js';
 import type { ConnectionLayerProvider } from '../../../server/http/connection-layer.js';
 import type { SocacheInstance } from '../../../server/socache.js';
-import { registerLogItem } from '../../loggers/mod_log_config.js';
-import { setSslVarLookup } from '../../metadata/mod_headers.js';
+import { logItem, type LogItemSet } from '../../loggers/log-items-api.js';
 import { atoi } from '../../../lib/c-numbers.js';
 import { APLOG_DEBUG, APLOG_EMERG, APLOG_ERR, APLOG_NOTICE, APLOG_WARNING, levelFor } from '../../../server/log/levels.js';
 import {
@@ -344,10 +343,11 @@ export function requestSslVar(r: Request, name: string): string | undefined {
   return sslVar(c, name, legacy);
 }
 
-function registerLogItems(): void {
-  registerLogItem('x', (r, a) => requestSslVar(r, a) ?? null);
-  // %{version|cipher|subjectdn|issuerdn|errcode|errstr}c (ssl_var_log_handler_c).
-  registerLogItem('c', (r, a) => {
+/** %{VAR}x and %{version|cipher|subjectdn|issuerdn|errcode|errstr}c for mod_log_config
+ *  (ssl_var_log_handler_x / _c), its `log_items` provider. */
+const logItems: LogItemSet = new Map([
+  ['x', logItem((r, a) => requestSslVar(r, a) ?? null)],
+  ['c', logItem((r, a) => {
     const c = conn(r.connection);
     if (c === undefined || c.sock === null) return null;
     switch (a) {
@@ -359,11 +359,8 @@ function registerLogItems(): void {
       case 'errstr': return c.verify?.startsWith('FAILED:') ? c.verify.slice(7) : null;
       default: return null;
     }
-  });
-}
-registerLogItems();
-// ap_ssl_var_lookup for mod_headers' %{VAR}s: nothing where mod_ssl is not loaded.
-setSslVarLookup((r, name) => (r.rt.ctx.isLoaded('ssl_module') ? requestSslVar(r, name) : undefined));
+  })],
+]);
 
 async function postConfig(ctx: ConfigContext): Promise<string | undefined> {
   const holder = ctx.getScratch<{ v: SslState | undefined }>('ssl:state', () => ({ v: undefined }));
@@ -627,6 +624,8 @@ const self = defineModule<S, D>({
   configHooks: { checkConfig, postConfig, cleanup },
   providers: [
     { group: 'connection_layer', name: 'ssl', version: '0', provider: layerProvider },
+    { group: 'log_items', name: 'ssl', version: '0', provider: logItems },
+    { group: 'ssl_var_lookup', name: 'ssl', version: '0', provider: requestSslVar },
     { group: 'expr', name: 'ssl', version: '0', provider: makeExprProvider((r, n) => requestSslVar(r, n), conn) },
     { group: 'ssl_proxy', name: 'ssl', version: '0', provider: makeProxyProvider((s): SslProxyConfig | undefined => proxyConfigOf(s), (v): Partial<SslProxyConfig> | undefined => (v[self.index] as SslDirConfig | undefined)?.proxy) },
   ],
