@@ -19,7 +19,7 @@ import { APLOG_CRIT, APLOG_ERR, APLOG_TRACE1, APLOG_WARNING, levelFor } from '..
 import { escapeHtml } from '../../server/http/response.js';
 import { compilePcre, type CompiledRegex } from '../../expr/index.js';
 import type { AuthzProvider, AuthzStatus } from '../aaa/mod_authz_core.js';
-import { LuaLoadError, acquireVm, closeAllVms, closeHolder, errText, holderBusy, type LuaCodeCache, type LuaScope, type VmHolder, type VmSpec } from './vm.js';
+import { LuaLoadError, acquireVm, closeAllVms, closeHolder, errText, holderBusy, preloadLua, type LuaCodeCache, type LuaScope, type VmHolder, type VmSpec } from './vm.js';
 import { bridge, finishResponse, flushOut, luaReq, register, unregister, type LuaReq } from './api.js';
 
 const MOD = 'lua';
@@ -710,6 +710,8 @@ const self = defineModule<LuaServer, LuaDir>({
   hooks,
   configuredFilters,
   configHooks: {
+    // Loaded before privileges are dropped (the worker runs post_config as root).
+    postConfig: async () => { await preloadLua(); },
     cleanup: () => { closeAllVms(); for (const h of connVms.values()) closeHolder(h); connVms.clear(); },
   },
 });

@@ -50,6 +50,13 @@ async function luaFactory(): Promise<LuaFactory> {
   return factoryPromise;
 }
 
+/** Imports wasmoon and compiles its WebAssembly now: mod_lua's post_config calls it, so that
+ *  nothing of the build is read after the worker has become User (a build in a directory
+ *  only root can read stays usable). */
+export async function preloadLua(): Promise<void> {
+  await (await luaFactory()).getLuaModule();
+}
+
 /** A script file's identity for LuaCodeCache stat. */
 interface FileStamp { readonly mtimeMs: number; readonly size: number }
 
