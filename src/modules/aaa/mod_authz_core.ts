@@ -285,7 +285,7 @@ function lookupProvider(ctx: ConfigContext, name: string): AuthzProvider | undef
   }
   // Providers registered while the configuration is read (ap_register_auth_provider from a
   // directive: mod_lua's LuaAuthzProvider) are in the configuration's provider registry.
-  return ctx.provider('authz', name);
+  return ctx.registeredProvider(AUTHZ_PROVIDER_GROUP, name);
 }
 
 // ---- directives ---------------------------------------------------------------------------
@@ -424,10 +424,8 @@ function authzRequireAliasSection(cmd: Cmd, raw: string): string | undefined {
     },
   };
   aliasProviders(ctx).set(alias, aliasProvider);
-  // Visible to ctx.provider('authz', alias) for other modules, as ap_register_auth_provider.
-  let g = ctx.providers.get(AUTHZ_PROVIDER_GROUP);
-  if (!g) ctx.providers.set(AUTHZ_PROVIDER_GROUP, (g = new Map()));
-  g.set(alias.toLowerCase(), aliasProvider);
+  // Visible to other modules, as ap_register_auth_provider.
+  ctx.registerProvider(AUTHZ_PROVIDER_GROUP, alias, aliasProvider);
   return undefined;
 }
 

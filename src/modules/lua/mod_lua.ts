@@ -587,9 +587,7 @@ const directives = [
     name: 'LuaAuthzProvider', args: 'TAKE3', where: RSRC_CONF | EXEC_ON_READ, help: 'Provide an authorization provider',
     handler: (cmd: Cmd, name, file, func) => {
       const spec: LuaAuthzSpec = { name, file: rootPath(cmd, file), func };
-      let g = cmd.ctx.providers.get('authz');
-      if (!g) cmd.ctx.providers.set('authz', (g = new Map()));
-      g.set(name.toLowerCase(), luaAuthzProvider(spec));
+      cmd.ctx.registerProvider('authz', name, luaAuthzProvider(spec));
     },
   }),
   hookWhenDirective('LuaHookTranslateName', 'translate_name', 'Provide a hook for the translate name phase of request processing', true),

@@ -112,6 +112,7 @@ export class ConfigContext {
   readonly includes: IncludedFile[];
   /** Providers registered by loaded modules: group → name → provider. */
   readonly providers = new Map<string, Map<string, unknown>>();
+  private readonly registeredProviders = new Map<string, Map<string, unknown>>();
   /** The startup log: stderr (or -E file) until the ErrorLog is open, as httpd does. */
   startupLog: ErrorLog;
   startupLogLevel: LogLevelConfig = DEFAULT_LOG_LEVEL;
@@ -198,6 +199,21 @@ export class ConfigContext {
 
   provider<G extends ProviderGroupName>(group: G, name: string): ProviderGroups[G] | undefined {
     return this.providers.get(group)?.get(name.toLowerCase()) as ProviderGroups[G] | undefined;
+  }
+  /** ap_register_provider from a directive (LuaAuthzProvider, <AuthzProviderAlias>): found
+   *  by provider() and, under its exact spelling, by registeredProvider(). */
+  registerProvider<G extends ProviderGroupName>(group: G, name: string, provider: ProviderGroups[G]): void {
+    let g = this.providers.get(group);
+    if (!g) this.providers.set(group, (g = new Map()));
+    g.set(name.toLowerCase(), provider);
+    let exact = this.registeredProviders.get(group);
+    if (!exact) this.registeredProviders.set(group, (exact = new Map()));
+    exact.set(name, provider);
+  }
+  /** A provider registered while the configuration was read, by its exact name (httpd's
+   *  ap_lookup_provider compares names case-sensitively). */
+  registeredProvider<G extends ProviderGroupName>(group: G, name: string): ProviderGroups[G] | undefined {
+    return this.registeredProviders.get(group)?.get(name) as ProviderGroups[G] | undefined;
   }
   providerNames(group: ProviderGroupName): string[] {
     return [...(this.providers.get(group)?.keys() ?? [])];
