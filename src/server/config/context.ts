@@ -168,9 +168,8 @@ export class ConfigContext {
     this.bySymbol.set(mod.decl.name, mod);
     this.bySource.set(mod.decl.source, mod);
     for (const d of mod.decl.directives ?? []) {
-      // ap_add_module puts the newest module at the head of the list ap_find_command_in_modules
-      // walks: a directive two loaded modules define goes to the one loaded last.
-      this.directives.set(d.name.toLowerCase(), { spec: d as DirectiveSpec<unknown, unknown>, module: mod });
+      const key = d.name.toLowerCase();
+      if (!this.directives.has(key)) this.directives.set(key, { spec: d as DirectiveSpec<unknown, unknown>, module: mod });
     }
     for (const p of mod.decl.providers ?? []) {
       let g = this.providers.get(p.group);
