@@ -26,6 +26,7 @@ import type { Request } from '../../server/request/request.js';
 import { APLOG_ERR } from '../../server/log/levels.js';
 import { registerAuthnCoreFunctions } from './mod_authz_core.js';
 import { compileStringExpr, escapeQuotes, type StringExpr } from './auth-string-expr.js';
+import type { AuthApi } from '../../server/auth-api.js';
 
 // ---- the provider interface (mod_auth.h's authn_provider) ---------------------------------
 
@@ -274,6 +275,8 @@ const self = defineModule<AuthnCoreServerConfig, AuthnCoreDirConfig>({
   hooks: {
     checkUserId: { fn: authenticateNoUser, order: HOOK_LAST },
   },
+  // httpd's authn_ap_auth_type/authn_ap_auth_name optional functions (server/auth-api.ts).
+  providers: [{ group: 'auth_api', name: 'authn_core', version: '0', provider: { authType, authName } satisfies AuthApi }],
 });
 
 export default self;

@@ -22,6 +22,7 @@
 // Other modules register authz providers with
 //   providers: [{ group: 'authz', name: 'user', version: '0', provider: { parse?, check } }]
 
+import type { AuthApi } from '../../server/auth-api.js';
 import {
   ACCESS_CONF, DECLINED, HOOK_LAST, MODULE_API_VERSION, OK, OR_AUTHCFG, RSRC_CONF,
   defineModule, directive, type MaybePromise, type ProviderDecl,
@@ -759,6 +760,8 @@ const providers: ProviderDecl[] = [
   { group: 'authz', name: 'all', version: AUTHZ_PROVIDER_VERSION, provider: allProvider as AuthzProvider },
   { group: 'authz', name: 'method', version: AUTHZ_PROVIDER_VERSION, provider: methodProvider as AuthzProvider },
   { group: 'authz', name: 'expr', version: AUTHZ_PROVIDER_VERSION, provider: exprProvider as AuthzProvider },
+  // httpd's authz_some_auth_required optional function (server/auth-api.ts).
+  { group: 'auth_api', name: 'authz_core', version: '0', provider: { someAuthRequired: authzSomeAuthRequired } satisfies AuthApi },
 ];
 
 // ---- the module -----------------------------------------------------------------------------

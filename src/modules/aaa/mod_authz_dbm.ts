@@ -17,7 +17,7 @@ import {
   AUTHZ_DENIED, AUTHZ_DENIED_NO_USER, AUTHZ_GENERAL_ERROR, AUTHZ_GRANTED, AUTHZ_PROVIDER_VERSION,
   type AuthzProvider, type AuthzStatus,
 } from './mod_authz_core.js';
-import { authName } from './mod_authn_core.js';
+import { apAuthName } from '../../server/auth-api.js';
 import { authzOwnerGetFileGroup } from './mod_authz_owner.js';
 import { parseRequireExpr } from './require-expr.js';
 import type { StringExpr } from './auth-string-expr.js';
@@ -46,7 +46,7 @@ function dbmGroups(r: Request, conf: AuthzDbmDirConfig, user: string): string | 
       return undefined;
     }
   };
-  const val = fetch(`${user}:${authName(r) ?? ''}`) ?? fetch(user);
+  const val = fetch(`${user}:${apAuthName(r) ?? ''}`) ?? fetch(user);
   if (val === undefined) return undefined;
   const colon = val.indexOf(':');
   if (colon < 0) return val;

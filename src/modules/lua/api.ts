@@ -16,6 +16,10 @@ import { lookupVariable, parseExpr, evalBool, isFailure, compilePcre } from '../
 import { serverBanner } from '../../server/version.js';
 import { globals } from '../../server/core/globals.js';
 import { documentRoot } from '../../server/util-script.js';
+import { coreDir, OPT_ALL, OPT_EXECCGI, OPT_INCLUDES, OPT_INDEXES, OPT_MULTI, OPT_SYM_LINKS } from '../../server/core/config.js';
+import { OR_ALL, OR_AUTHCFG, OR_FILEINFO, OR_INDEXES, OR_LIMIT, OR_NONE, OR_OPTIONS } from '../../server/module.js';
+import { DEFAULT_LIMIT_REQUEST_BODY } from '../../server/http/http-core.js';
+import { apAuthName, apSomeAuthRequired } from '../../server/auth-api.js';
 import type { LuaBridge } from './vm.js';
 import { WsConn, acceptKey, buildFrame } from './websocket.js';
 
@@ -115,9 +119,9 @@ const FIELDS: Record<string, Getter> = {
   started: () => Math.floor((performance.timeOrigin) / 1000),
   log_id: () => undefined,
   remaining: (r) => (r.body !== null ? r.body.length : 0),
-  limit_req_body: () => 0,
-  some_auth_required: () => false,
-  auth_name: () => undefined,
+  limit_req_body: (r) => coreDir(r).limitRequestBody ?? DEFAULT_LIMIT_REQUEST_BODY,
+  some_auth_required: (r) => apSomeAuthRequired(r),
+  auth_name: (r) => apAuthName(r) ?? '',
   basic_auth_pw: (r) => {
     const a = r.headersIn.get('Authorization');
     const m = a !== undefined ? /^\s*basic\s+(\S+)/i.exec(a) : null;
@@ -126,9 +130,26 @@ const FIELDS: Record<string, Getter> = {
     const i = dec.indexOf(':');
     return i < 0 ? undefined : dec.slice(i + 1);
   },
-  options: () => '',
-  allowoverrides: () => '',
+  options: (r) => luaOptions(coreDir(r).opts),
+  allowoverrides: (r) => luaAllowOverrides(coreDir(r).override),
 };
+
+/** r.options as mod_lua prints ap_allow_options: six words, an empty one for each option
+ *  not in force, joined by single spaces. */
+function luaOptions(o: number): string {
+  return [
+    o & OPT_INDEXES ? 'Indexes' : '', o & OPT_INCLUDES ? 'Includes' : '', o & OPT_SYM_LINKS ? 'FollowSymLinks' : '',
+    o & OPT_EXECCGI ? 'ExecCGI' : '', o & OPT_MULTI ? 'MultiViews' : '', (o & OPT_ALL) === OPT_ALL ? 'All' : '',
+  ].join(' ');
+}
+
+/** r.allowoverrides as mod_lua prints ap_allow_overrides: "All", "None", or five words
+ *  (empty when not allowed). An AllowOverride never set is neither (the OR_UNSET bit). */
+function luaAllowOverrides(o: number): string {
+  if ((o & OR_ALL) === OR_ALL) return 'All';
+  if (o === OR_NONE) return 'None';
+  return [o & OR_LIMIT ? 'Limit' : '', o & OR_OPTIONS ? 'Options' : '', o & OR_FILEINFO ? 'FileInfo' : '', o & OR_AUTHCFG ? 'AuthCfg' : '', o & OR_INDEXES ? 'Indexes' : ''].join(' ');
+}
 
 const SETTERS: Record<string, (r: Request, v: unknown) => void> = {
   status: (r, v) => { r.status = Number(v); r.statusLine = undefined; },
