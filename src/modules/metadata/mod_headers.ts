@@ -43,6 +43,8 @@ import {
 } from '../../expr/index.js';
 import type { MaybePromise } from '../../server/module.js';
 import { sslVarLookup } from '../../server/ssl-var.js';
+import type { ConfigContext } from '../../server/config/context.js';
+import { scoreboard, attachScoreboardFromEnv, attachInProcess, detachScoreboard } from '../../mpm/scoreboard.js';
 
 // ---- format specifiers ---------------------------------------------------------------------
 
@@ -51,17 +53,24 @@ type TagFn = (r: Request, arg: string) => string;
 /** One piece of a compiled format string: literal text, or a specifier with its {argument}. */
 export type FormatPiece = { readonly text: string } | { readonly fn: TagFn; readonly arg: string };
 
-/** Idle and busy percentages of the server's workers (ap_get_sload), for %i and %b. */
-export interface ServerLoad {
-  readonly idle: number;
-  readonly busy: number;
+/** The scoreboard's idle and busy percentages (ap_get_sload), for %i and %b: -1 each when
+ *  no slot of the current generation is counted. httpd always keeps a scoreboard; plume's
+ *  workers keep theirs once a module attaches them (mod_status does), so a configuration
+ *  using %i or %b attaches at child_init, and a .htaccess one at its first use. */
+let loadTagsUsed = false;
+function serverLoad(ctx: ConfigContext): { idle: number; busy: number } {
+  if (scoreboard === null && !attachScoreboardFromEnv(ctx)) attachInProcess(ctx);
+  const sb = scoreboard;
+  if (sb === null) return { idle: -1, busy: -1 };
+  const t = sb.snapshot().tally(false);
+  const busy = t.busy + t.graceful;
+  const total = t.ready + busy;
+  if (total === 0) return { idle: -1, busy: -1 };
+  return { idle: Math.trunc((t.ready * 100) / total), busy: Math.trunc((busy * 100) / total) };
 }
 
-/** The MPM reports worker load here. Until it does, plume answers as a single-process
- *  (-X) httpd does while serving a request: no idle worker. */
-let serverLoad: () => ServerLoad = () => ({ idle: 0, busy: 100 });
-export function setServerLoadProvider(fn: () => ServerLoad): void {
-  serverLoad = fn;
+function childInit(ctx: ConfigContext): void {
+  if (loadTagsUsed && !attachScoreboardFromEnv(ctx)) attachInProcess(ctx);
 }
 
 /** unwrap_header: CR and LF become spaces. */
@@ -81,8 +90,8 @@ const FORMAT_TAGS: ReadonlyMap<string, TagFn> = new Map<string, TagFn>([
     const [a, b, c] = os.loadavg();
     return `l=${a!.toFixed(2)}/${b!.toFixed(2)}/${c!.toFixed(2)}`;
   }],
-  ['i', () => `i=${Math.trunc(serverLoad().idle)}`],
-  ['b', () => `b=${Math.trunc(serverLoad().busy)}`],
+  ['i', (r) => `i=${serverLoad(r.rt.ctx).idle}`],
+  ['b', (r) => `b=${serverLoad(r.rt.ctx).busy}`],
   ['e', (r, name) => {
     const v = tableGet(r.subprocessEnv, name);
     return v === undefined ? '(null)' : unwrap(v);
@@ -141,6 +150,7 @@ export function parseFormat(s: string): FormatPiece[] | string {
     const tag = s[i] ?? '';
     const fn = FORMAT_TAGS.get(tag);
     if (fn === undefined) return `Unrecognized header format %${tag}`;
+    if (tag === 'i' || tag === 'b') loadTagsUsed = true;
     pieces.push({ fn, arg });
     i++;
   }
@@ -609,6 +619,7 @@ const self = defineModule<undefined, HeadersDirConfig>({
     insertErrorFilter: { fn: insertErrorFilter, order: HOOK_LAST },
   },
   filters: [FIXUP_HEADERS_OUT as FilterSpec, FIXUP_HEADERS_ERR as FilterSpec],
+  configHooks: { childInit, cleanup() { if (loadTagsUsed) detachScoreboard(); } },
 });
 
 export default self;

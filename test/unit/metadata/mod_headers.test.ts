@@ -136,6 +136,10 @@ test('measured: edit, edit*, merge, format specifiers, note, echo, Content-Type'
   const { r, hdrs } = await serve(c, { headers: [['X-Ec-1', 'one']] });
   const t = hdrs.find(([k]) => k === 'X-T')![1];
   assert.match(t, /^t=\d{16}\|D=\d+\|l=\d+\.\d\d\/\d+\.\d\d\/\d+\.\d\d\|i=\d+\|b=\d+\|%\|\(null\)\|\(null\)\|x\ty\\z\\q$/);
+  // ap_get_sload over the scoreboard (attached at first use here): percentages of the slots.
+  const idle = Number(/\|i=(\d+)/.exec(t)![1]);
+  const busy = Number(/\|b=(\d+)/.exec(t)![1]);
+  assert.ok(idle + busy >= 98 && idle + busy <= 100, t);
   assert.deepEqual(hdrs.filter(([k]) => k !== 'X-T'), [
     ['Last-Modified', 'Sun, 22 Nov 2026 02:54:11 GMT'],
     ['ETag', '"3-660d49786b0b7"'],
