@@ -75,3 +75,34 @@ test('mod_dav: lock tokens, refresh, unlock, lock-null, shared locks, files on d
     site.remove();
   }
 });
+
+test('mod_dav: concurrent exclusive LOCKs on one resource through two workers: exactly one is granted', { timeout: 60000 }, async () => {
+  const site = await makeSite('davrace');
+  const davDir = path.join(site.dir, 'htdocs/dav');
+  fs.mkdirSync(davDir, { mode: 0o777 });
+  fs.chmodSync(davDir, 0o777);
+  fs.mkdirSync(path.join(site.dir, 'lock'), { mode: 0o777 });
+  fs.chmodSync(path.join(site.dir, 'lock'), 0o777);
+  site.write([
+    'StartServers 2',
+    'LoadModule dav_module /usr/lib/apache2/modules/mod_dav.so',
+    'LoadModule dav_fs_module /usr/lib/apache2/modules/mod_dav_fs.so',
+    `DavLockDB ${site.dir}/lock/lockdb`,
+    `<Directory "${davDir}">`, '  Dav On', '</Directory>',
+  ]);
+  let srv: Running | undefined;
+  try {
+    srv = await startPlume(site, { workers: 2 });
+    const port = site.port;
+    for (const name of ['a.txt', 'b.txt']) {
+      const all = await Promise.all(Array.from({ length: 12 }, () => dav(port, 'LOCK', `/dav/${name}`, { Connection: 'close' }, LOCK('exclusive'))));
+      assert.deepEqual(all.map((x) => x.status).sort(), [200, ...Array(11).fill(423)], name);
+    }
+    const db = JSON.parse(fs.readFileSync(path.join(site.dir, 'lock/lockdb'), 'utf8')) as { locks: { rootUri: string }[] };
+    assert.deepEqual(db.locks.map((l) => l.rootUri).sort(), ['/dav/a.txt', '/dav/b.txt']);
+    assert.deepEqual(fs.readdirSync(path.join(site.dir, 'lock')), ['lockdb'], 'no lock file or temporary file left');
+  } finally {
+    await srv?.stop();
+    site.remove();
+  }
+});

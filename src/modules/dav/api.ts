@@ -43,7 +43,10 @@ export interface DavLockStore {
   isLockNull(p: string): Promise<boolean>;
   /** The lock-null names directly in collection `dir`. */
   lockNullIn(dir: string): Promise<string[]>;
-  add(lock: DavLock, lockNull: boolean): Promise<void>;
+  /** Adds the lock unless `conflict`, given the locks it would meet (on its resource, above it
+   *  with Depth infinity, below it when it is Depth infinity), names a reason: checked and added
+   *  in one step, so two workers cannot both take an exclusive lock. Resolves with the reason. */
+  add(lock: DavLock, lockNull: boolean, conflict?: (held: readonly DavLock[]) => string | undefined): Promise<string | undefined>;
   /** Sets a new expiry on the locks with these tokens; returns them. */
   refresh(tokens: readonly string[], expires: number): Promise<DavLock[]>;
   remove(token: string): Promise<void>;

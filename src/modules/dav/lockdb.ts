@@ -1,7 +1,11 @@
 // A lock database file (mod_dav_fs's DavLockDB, mod_dav_lock's DavGenericLockDB).
 // DIFFERENCE: httpd keeps locks in a DBM file (SDBM or Berkeley DB); plume keeps them as
 // JSON at the configured path (docs/differences.md). Changes are written to a temporary
-// file and renamed over the database, and serialised within the process.
+// file and renamed over the database (readers never see half a file); a change is serialised
+// within the process by a queue and between worker processes by a lock file next to the
+// database (`<file>.lck`, created exclusively, holding the owner's pid), as httpd's DBM lock
+// serialises its workers. A lock file whose owner is gone, or older than LOCK_STALE_MS, is
+// broken.
 
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
@@ -11,6 +15,38 @@ interface Stored extends DavLock { lockNull: boolean }
 interface DbFile { locks: Stored[] }
 
 const queues = new Map<string, Promise<unknown>>();
+/** A lock file older than this is left over from a crash (a change takes milliseconds). */
+const LOCK_STALE_MS = 10000;
+
+function alive(pid: number): boolean {
+  try { process.kill(pid, 0); return true; } catch (e) { return (e as NodeJS.ErrnoException).code === 'EPERM'; }
+}
+
+/** Takes the database's lock file; resolves with its release. */
+async function lockFile(file: string): Promise<() => Promise<void>> {
+  const lck = `${file}.lck`;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const fh = await fsp.open(lck, 'wx', 0o600);
+      try { await fh.writeFile(String(process.pid)); } finally { await fh.close(); }
+      return () => fsp.unlink(lck).catch(() => undefined);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    try {
+      const [text, st] = await Promise.all([fsp.readFile(lck, 'utf8'), fsp.stat(lck)]);
+      const pid = Number(text);
+      if ((text !== '' && Number.isInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid)) || Date.now() - st.mtimeMs > LOCK_STALE_MS) {
+        await fsp.unlink(lck).catch(() => undefined);
+        continue;
+      }
+    } catch {
+      continue; // released meanwhile
+    }
+    // Another worker is changing the database: try again shortly (a change takes milliseconds).
+    await new Promise((res) => setTimeout(res, Math.min(20, 1 + attempt)));
+  }
+}
 const stores = new Map<string, FileLockStore>();
 
 /** The lock store kept in `file` (one object per file and process). */
@@ -62,10 +98,15 @@ class FileLockStore implements DavLockStore {
   private update<T>(fn: (locks: Stored[]) => { locks?: Stored[]; result: T }): Promise<T> {
     const prev = queues.get(this.file) ?? Promise.resolve();
     const next = prev.catch(() => undefined).then(async () => {
-      const locks = await this.load();
-      const out = fn(locks);
-      if (out.locks !== undefined) await this.save(out.locks);
-      return out.result;
+      const release = await lockFile(this.file);
+      try {
+        const locks = await this.load();
+        const out = fn(locks);
+        if (out.locks !== undefined) await this.save(out.locks);
+        return out.result;
+      } finally {
+        await release();
+      }
     });
     queues.set(this.file, next);
     return next;
@@ -92,8 +133,15 @@ class FileLockStore implements DavLockStore {
     return [...names];
   }
 
-  add(lock: DavLock, lockNull: boolean): Promise<void> {
-    return this.update((locks) => ({ locks: [...locks, { ...lock, lockNull }], result: undefined }));
+  add(lock: DavLock, lockNull: boolean, conflict?: (held: readonly DavLock[]) => string | undefined): Promise<string | undefined> {
+    return this.update((locks) => {
+      if (conflict !== undefined) {
+        const held = locks.filter((l) => l.root === lock.root || (l.depth === 'infinity' && isBelow(lock.root, l.root)) || (lock.depth === 'infinity' && isBelow(l.root, lock.root)));
+        const why = conflict(held);
+        if (why !== undefined) return { result: why };
+      }
+      return { locks: [...locks, { ...lock, lockNull }], result: undefined };
+    });
   }
 
   refresh(tokens: readonly string[], expires: number): Promise<DavLock[]> {

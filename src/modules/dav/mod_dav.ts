@@ -802,10 +802,12 @@ async function methodLock(c: Ctx, res: DavResource): Promise<number> {
   // conflicts with the locks there are (dav_lock_query / dav_validate_request)
   const existing = await c.locks.covering(res.path);
   const below = depth === 'infinity' ? await c.locks.below(res.path) : [];
-  const all = [...existing, ...below];
-  let conflict: string | undefined;
-  if (scope === 'exclusive' && all.length > 0) conflict = 'Existing lock(s) on the requested resource prevent an exclusive lock.';
-  else if (scope === 'shared' && all.some((l) => l.scope === 'exclusive')) conflict = 'The requested resource is already locked exclusively.';
+  const conflictWith = (all: readonly DavLock[]): string | undefined => {
+    if (scope === 'exclusive' && all.length > 0) return 'Existing lock(s) on the requested resource prevent an exclusive lock.';
+    if (scope === 'shared' && all.some((l) => l.scope === 'exclusive')) return 'The requested resource is already locked exclusively.';
+    return undefined;
+  };
+  let conflict = conflictWith([...existing, ...below]);
   if (conflict !== undefined) {
     logErr(r, [{ status: 423, desc: `Could not LOCK ${escapeHtml(r.uri)} due to a failed precondition (e.g. other locks).` }, { status: 423, desc: conflict }]);
     return 423;
@@ -828,7 +830,12 @@ async function methodLock(c: Ctx, res: DavResource): Promise<number> {
     token: `opaquelocktoken:${randomUUID()}`, scope, depth: depth === 0 ? 0 : 'infinity', owner, expires,
     root: res.path, rootUri: res.uri,
   };
-  await c.locks.add(lock, lockNull);
+  // Checked again where the lock is added: another request may have taken one meanwhile.
+  conflict = await c.locks.add(lock, lockNull, conflictWith);
+  if (conflict !== undefined) {
+    logErr(r, [{ status: 423, desc: `Could not LOCK ${escapeHtml(r.uri)} due to a failed precondition (e.g. other locks).` }, { status: 423, desc: conflict }]);
+    return 423;
+  }
   r.headersOut.set('Lock-Token', `<${lock.token}>`);
   return sendXml(r, 200, `${XML_HEAD}<D:prop xmlns:D="DAV:">\n<D:lockdiscovery>\n${activeLock(lock, now)}\n</D:lockdiscovery>\n</D:prop>`);
 }
