@@ -38,8 +38,11 @@ const PINNED = {
 
 const SOURCE_RANK = { iana: 3, apache: 2, nginx: 1 };
 
-/** Extensions left out: served by a handler (mod_php...) where they mean anything. */
-const EXCLUDED = new Set(['php']);
+/** Extensions left out: served by a handler (mod_php, mod_cgi...) where they mean anything.
+ *  Apache httpd's own mime.types gives none of them a type (mime-db has .pl and .pm from
+ *  nginx's file): untyped, a Perl script included by SSI under IncludesNOEXEC is not taken
+ *  for a program, as in httpd (mod_include refuses only a non-text/ type). */
+const EXCLUDED = new Set(['php', 'pl', 'pm']);
 
 function score(type) {
   const entry = db[type];
