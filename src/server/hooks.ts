@@ -4,11 +4,16 @@
 
 import {
   DECLINED, OK, HOOK_MIDDLE,
-  type AnyModuleHandle, type HookEntry, type MaybePromise, type RequestHook, type RequestHookName, type VoidRequestHook,
+  type AnyModuleHandle, type HookEntry, type MaybePromise, type QuickHandlerEntry, type QuickHandlerHook, type RequestHook,
+  type RequestHookName, type VoidRequestHook,
 } from './module.js';
 import type { Request } from './request/request.js';
 
-export type HookLists = { [K in RequestHookName]: ((r: Request) => MaybePromise<number | void>)[] | null };
+export type HookLists = { [K in RequestHookName]: ((r: Request) => MaybePromise<number | void>)[] | null } & {
+  /** httpd's quick_handler: null when no module registers one (the request path then pays
+   *  nothing for it). */
+  quickHandler: QuickHandlerHook[] | null;
+};
 
 /** Which hooks run first-wins (the rest run all). */
 export const RUN_FIRST: ReadonlySet<RequestHookName> = new Set([
@@ -20,8 +25,8 @@ const ALL_HOOKS: RequestHookName[] = [
   'checkUserId', 'authChecker', 'typeChecker', 'fixups', 'insertFilter', 'handler', 'logTransaction', 'insertErrorFilter',
 ];
 
-interface Entry {
-  fn: (r: Request) => MaybePromise<number | void>;
+interface Entry<F = (r: Request) => MaybePromise<number | void>> {
+  fn: F;
   order: number;
   source: string;
   pred: readonly string[];
@@ -57,15 +62,28 @@ export function buildHookLists(modules: readonly AnyModuleHandle[]): HookLists {
     }
     lists[h] = entries.length ? topoSort(entries).map((e) => e.fn) : null;
   }
+  const quick: Entry<QuickHandlerHook>[] = [];
+  let seq = 0;
+  for (const m of modules) {
+    const regs = m.decl.hooks?.quickHandler;
+    if (!regs) continue;
+    for (const reg of (Array.isArray(regs) ? regs : [regs]) as readonly QuickHandlerEntry[]) {
+      const e = typeof reg === 'function'
+        ? { fn: reg, order: HOOK_MIDDLE, pred: [], succ: [] }
+        : { fn: reg.fn, order: reg.order ?? HOOK_MIDDLE, pred: reg.predecessors ?? [], succ: reg.successors ?? [] };
+      quick.push({ ...e, source: m.decl.source, seq: seq++ });
+    }
+  }
+  lists.quickHandler = quick.length ? topoSort(quick).map((e) => e.fn) : null;
   return lists;
 }
 
 /** Stable sort by order, then honour predecessor/successor constraints (apr_hook_sort). */
-function topoSort(entries: Entry[]): Entry[] {
+function topoSort<E extends Entry<unknown>>(entries: E[]): E[] {
   const sorted = entries.slice().sort((a, b) => a.order - b.order || a.seq - b.seq);
-  const out: Entry[] = [];
-  const placed = new Set<Entry>();
-  const before = (a: Entry, b: Entry): boolean => b.pred.includes(a.source) || a.succ.includes(b.source);
+  const out: E[] = [];
+  const placed = new Set<E>();
+  const before = (a: E, b: E): boolean => b.pred.includes(a.source) || a.succ.includes(b.source);
   while (out.length < sorted.length) {
     const next = sorted.find((e) => !placed.has(e) && !sorted.some((o) => o !== e && !placed.has(o) && before(o, e)));
     const pick = next ?? sorted.find((e) => !placed.has(e))!;
@@ -93,6 +111,16 @@ export function runFirst(list: HookLists[RequestHookName], r: Request): MaybePro
       if (r.trace !== undefined) traceHook(r, fn, v);
       return v;
     }
+  }
+  return DECLINED;
+}
+
+/** The quick handlers (run-first): the first result other than DECLINED. */
+export function runQuickHandler(list: readonly QuickHandlerHook[], r: Request, lookup: boolean, from = 0): MaybePromise<number> {
+  for (let i = from; i < list.length; i++) {
+    const v = list[i]!(r, lookup);
+    if (typeof v !== 'number') return v.then((res) => (res === DECLINED ? runQuickHandler(list, r, lookup, i + 1) : res));
+    if (v !== DECLINED) return v;
   }
   return DECLINED;
 }

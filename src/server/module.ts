@@ -119,12 +119,21 @@ export interface RequestHooks {
 }
 export type RequestHookName = keyof RequestHooks;
 
+/** httpd's quick_handler (run-first, before any other request hook): `lookup` is true when a
+ *  subrequest is only being looked up (ap_sub_req_lookup_uri), false when the request is to be
+ *  served. OK serves (or, for a lookup, says it could serve) the request; DECLINED lets the
+ *  normal phases run. */
+export type QuickHandlerHook = (r: Request, lookup: boolean) => MaybePromise<HookResult>;
+export type QuickHandlerEntry = QuickHandlerHook | { fn: QuickHandlerHook; order?: number; predecessors?: readonly string[]; successors?: readonly string[] };
+
 export type HookEntry<K extends RequestHookName> =
   RequestHooks[K] | { fn: RequestHooks[K]; order?: number; predecessors?: readonly string[]; successors?: readonly string[] };
 
 /** A module's hooks; a list where it registers one hook twice (mod_rewrite's two fixups). */
 export type HookRegistration = {
   [K in RequestHookName]?: HookEntry<K> | readonly HookEntry<K>[];
+} & {
+  quickHandler?: QuickHandlerEntry | readonly QuickHandlerEntry[];
 };
 
 /** Configuration-time hooks (pre_config, post_config, child_init...). */

@@ -67,9 +67,10 @@ export class Runtime {
   // ---- services for modules --------------------------------------------------------------
 
   /** A subrequest for a URI relative to r (ap_sub_req_lookup_uri): runs every phase up to
-   *  fixups; its status is OK (200) or the error it met. */
-  lookupUri(r: Request, uri: string, method?: string): Promise<Request> {
-    return lifecycle.subRequestLookupUri(this, r, uri, method);
+   *  fixups; its status is OK (200) or the error it met. `toBeRun`: the caller runs it into a
+   *  filter chain afterwards (httpd's non-NULL next_filter), so a quick handler may take it. */
+  lookupUri(r: Request, uri: string, method?: string, toBeRun?: boolean): Promise<Request> {
+    return lifecycle.subRequestLookupUri(this, r, uri, method, toBeRun);
   }
 
   /** A subrequest for a file in the same directory (ap_sub_req_lookup_file). */

@@ -115,7 +115,7 @@ async function fixupDflt(r: Request, d: Readonly<DirConfig>): Promise<number> {
   let name = d.dflt;
   if (name === undefined || name.toLowerCase() === 'disabled') return DECLINED;
   if (r.args !== undefined) name = `${name}?${r.args}`;
-  const rr = await r.rt.lookupUri(r, subRequestUri(r, name));
+  const rr = await r.rt.lookupUri(r, subRequestUri(r, name), undefined, true);
   if (servable(rr)) {
     fastRedirect(rr, r);
     return OK;
@@ -161,7 +161,7 @@ async function fixupDir(r: Request, d: Readonly<DirConfig>): Promise<number> {
     let name = names[i]!;
     // The arguments go with the index, so that the redirect gets them right.
     if (r.args !== undefined) name = `${name}?${r.args}`;
-    const rr = await r.rt.lookupUri(r, subRequestUri(r, name));
+    const rr = await r.rt.lookupUri(r, subRequestUri(r, name), undefined, true);
     // The lookup is liberal (/foo/index.html may be /foo with path info): insist on a file.
     if (servable(rr)) {
       if (d.redirectIndex !== undefined && isHttpRedirect(d.redirectIndex)) {

@@ -5,7 +5,7 @@
 import type { Runtime } from '../runtime.js';
 import { Request, type Merged } from './request.js';
 import { DECLINED, DONE, OK, type MaybePromise } from '../module.js';
-import { runAll, runFirst, runVoid } from '../hooks.js';
+import { runAll, runFirst, runQuickHandler, runVoid } from '../hooks.js';
 import { ifWalk, locationWalk, serverBase } from './walk.js';
 import { coreDir, coreServer, errorDocumentFor } from '../core/config.js';
 import { APLOG_CRIT, APLOG_DEBUG, APLOG_ERR, APLOG_TRACE3 } from '../log/levels.js';
@@ -208,9 +208,25 @@ function runRequest(rt: Runtime, r: Request): MaybePromise<number> {
   return v instanceof Promise ? v.catch((e: unknown) => internalError(r, e)) : v;
 }
 
-/** Processes a request to the end: phases, handler, error handling (ap_process_request). */
+/** Processes a request to the end: the quick handlers, else the phases and the handler; then
+ *  error handling (ap_process_request). */
 export function processRequest(rt: Runtime, r: Request): MaybePromise<void> {
+  if (rt.hooks.quickHandler !== null) return then(runQuick(rt, r), (status) => die(rt, r, status));
   return then(runRequest(rt, r), (status) => die(rt, r, status));
+}
+
+/** httpd's ap_run_quick_handler(r, 0) before ap_process_request_internal: a quick handler that
+ *  answers anything but DECLINED decides the request without the phases. */
+function runQuick(rt: Runtime, r: Request): MaybePromise<number> {
+  // What httpd's read_request leaves there: the server's defaults (no section walked yet).
+  r.perDirConfig = r.server.lookupDefaults;
+  let v: MaybePromise<number>;
+  try {
+    v = then(runQuickHandler(rt.hooks.quickHandler!, r, false), (st) => (st === DECLINED ? runRequest(rt, r) : st));
+  } catch (e) {
+    return internalError(r, e);
+  }
+  return v instanceof Promise ? v.catch((e: unknown) => internalError(r, e)) : v;
 }
 
 /**
@@ -424,8 +440,14 @@ async function internalRedirectTo(rt: Runtime, r: Request, uri: string, keepType
   try {
     // post_read_request runs again for the new request (mod_setenvif, mod_headers early).
     status = await runAll(rt.hooks.postReadRequest, n);
-    if (status === OK) status = await processRequestInternal(rt, n);
-    if (status === OK) status = await invokeHandler(rt, n);
+    if (status === OK) {
+      // ap_internal_redirect asks the quick handlers first, as ap_process_request does.
+      status = rt.hooks.quickHandler !== null ? await runQuickHandler(rt.hooks.quickHandler, n, false) : DECLINED;
+      if (status === DECLINED) {
+        status = await processRequestInternal(rt, n);
+        if (status === OK) status = await invokeHandler(rt, n);
+      }
+    }
   } catch (e) {
     n.log('core', APLOG_ERR, `AH00526: internal error: ${(e as Error).stack ?? String(e)}`);
     status = 500;
@@ -434,8 +456,10 @@ async function internalRedirectTo(rt: Runtime, r: Request, uri: string, keepType
 }
 
 /** ap_sub_req_lookup_uri (ap_sub_req_method_uri with a method): a subrequest through every
- *  phase up to fixups. */
-export async function subRequestLookupUri(rt: Runtime, r: Request, uri: string, method = 'GET'): Promise<Request> {
+ *  phase up to fixups. `toBeRun`: the caller will run the subrequest into a filter chain (httpd's
+ *  next_filter is not NULL), so the quick handlers are asked first (lookup=1); one that answers
+ *  OK can serve it, and the phases are skipped. */
+export async function subRequestLookupUri(rt: Runtime, r: Request, uri: string, method = 'GET', toBeRun = false): Promise<Request> {
   // A relative URI is taken from r's directory (re-escaped, since r.uri is decoded).
   if (!uri.startsWith('/')) {
     const dir = r.uri.slice(0, r.uri.lastIndexOf('/') + 1).replace(/[%?]/g, (c) => (c === '%' ? '%25' : '%3f'));
@@ -456,7 +480,8 @@ export async function subRequestLookupUri(rt: Runtime, r: Request, uri: string, 
   if (recursionLimitExceeded(r)) { n.status = 500; return n; }
   let st: number;
   try {
-    st = await processRequestInternal(rt, n);
+    st = toBeRun && rt.hooks.quickHandler !== null ? await runQuickHandler(rt.hooks.quickHandler, n, true) : DECLINED;
+    if (st === DECLINED) st = await processRequestInternal(rt, n);
   } catch {
     st = 500;
   }
@@ -469,7 +494,9 @@ export async function runSubRequest(rt: Runtime, sub: Request, next: FilterInsta
   sub.subreqNext = next;
   let st: number;
   try {
-    st = await invokeHandler(rt, sub);
+    // ap_run_sub_req: the quick handlers first, unless the subrequest maps to an existing file.
+    st = rt.hooks.quickHandler !== null && !(sub.filename !== '' && sub.finfo !== null) ? await runQuickHandler(rt.hooks.quickHandler, sub, false) : DECLINED;
+    if (st !== OK) st = await invokeHandler(rt, sub);
   } catch (e) {
     st = internalError(sub, e);
   }

@@ -275,7 +275,7 @@ export async function handleInclude(ctx: DocState, args: readonly SsiArg[]): Pro
       else rr = await r.rt.lookupFile(r, path.join(dirOf(r), rel));
     } else if ((tag === 'virtual' && !lastError) || (tag === 'onerror' && lastError)) {
       // With a kept body (mod_request), the subrequest repeats the request's method.
-      rr = await r.rt.lookupUri(r, target, r.keptBody !== null ? r.method : undefined);
+      rr = await r.rt.lookupUri(r, target, r.keptBody !== null ? r.method : undefined, true);
     } else {
       continue;
     }
