@@ -485,6 +485,8 @@ class Sampler {
   /** pid -> [ticks at first sight (0 if born during the run), last ticks] */
   private serverTicks = new Map<number, [number, number]>();
   private clientTicks = new Map<number, [number, number]>();
+  /** the proxy scenarios' backends: neither the server nor "others" */
+  private sideTicks = new Map<number, [number, number]>();
   peakRssKB = 0;
   peakPssKB = 0;
   peakProcesses = 0;
@@ -493,6 +495,7 @@ class Sampler {
   constructor(
     private readonly root: number,
     private readonly client: () => number | undefined = () => undefined,
+    private readonly side: readonly number[] = [],
   ) {}
 
   start(): void {
@@ -530,7 +533,7 @@ class Sampler {
    */
   get otherCpuPct(): number {
     const other =
-      this.cpu1.task - this.cpu0.task - this.used(this.serverTicks) - this.used(this.clientTicks) - (this.runner1 - this.runner0);
+      this.cpu1.task - this.cpu0.task - this.used(this.serverTicks) - this.used(this.clientTicks) - this.used(this.sideTicks) - (this.runner1 - this.runner0);
     return Math.max(0, this.perCore(other));
   }
 
@@ -547,6 +550,11 @@ class Sampler {
   /** CPU used by the server tree during the sampling, in % of one core. */
   get serverCpuPct(): number {
     return this.pct(this.serverTicks);
+  }
+
+  /** CPU used by the proxy scenarios' backends, in % of one core (0 when there are none). */
+  get sideCpuPct(): number {
+    return this.pct(this.sideTicks);
   }
 
   /** CPU used by the load generator (wrk), in % of one core (up to the last sample before it exited). */
@@ -586,6 +594,10 @@ class Sampler {
     const cpid = this.client();
     const cst = cpid === undefined ? undefined : procs.get(cpid);
     if (cpid !== undefined && cst !== undefined) Sampler.account(this.clientTicks, cpid, cst.ticks, first);
+    for (const spid of this.side) {
+      const sst = procs.get(spid);
+      if (sst !== undefined) Sampler.account(this.sideTicks, spid, sst.ticks, first);
+    }
     this.samples++;
     this.peakRssKB = Math.max(this.peakRssKB, rssKB);
     this.peakPssKB = Math.max(this.peakPssKB, pssKB);
@@ -742,12 +754,17 @@ function probeProxyModules(site: Site, opts: Options): string | null {
   return `skipped: plume has no mod_proxy yet (plume -t: ${why || `exit ${r.status ?? r.signal}`})`;
 }
 
-/** The proxy-balancer scenario's backends: three bare Node servers of the site's htdocs. */
+/** The proxy-balancer scenario's backends: three bare Node servers of the site's htdocs. They
+ *  are part of the environment, as wrk is, and run on wrk's CPUs: pinned with the server under
+ *  test, a backend took that server's CPU (and preempted it) for every request it answered,
+ *  so the figures measured the server plus the backend. Their CPU is reported per run. */
 async function startBackends(site: Site, opts: Options): Promise<void> {
   const ports: number[] = [];
+  const pids: number[] = [];
   for (let i = 0; i < 3; i++) {
     const port = await freePort();
-    const child = spawnServer(process.execPath, [BARE_NODE_JS, '--port', String(port), '--root', site.htdocs], opts.serverCpus, site.root);
+    const child = spawnServer(process.execPath, [BARE_NODE_JS, '--port', String(port), '--root', site.htdocs], opts.wrkCpus ?? opts.serverCpus, site.root);
+    if (child.child.pid !== undefined) pids.push(child.child.pid);
     process.once('exit', () => { try { child.child.kill('SIGKILL'); } catch { /* gone */ } });
     const deadline = Date.now() + 15000;
     while (!(await canConnect(port))) {
@@ -757,6 +774,7 @@ async function startBackends(site: Site, opts: Options): Promise<void> {
     ports.push(port);
   }
   site.backendPorts = ports;
+  site.backendPids = pids;
 }
 
 function probeStatusModule(site: Site, opts: Options): string | null {
@@ -1126,6 +1144,8 @@ interface Row {
   serverCpuPct?: number;
   /** CPU time of wrk during the timed run, % of one core (100 = one core saturated) */
   wrkCpuPct?: number;
+  /** CPU time of the proxy scenarios' backends during the timed run, % of one core */
+  backendCpuPct?: number;
   /** CPU time of everything else on the machine (noise), % of one core */
   otherCpuPct?: number;
   irqCpuPct?: number;
@@ -1579,7 +1599,7 @@ async function main(): Promise<void> {
   const timedRun = async (one: InCase, i: number): Promise<void> => {
     for (;;) {
       checkAbort();
-      const sampler = new Sampler(one.pid, () => currentWrk?.pid);
+      const sampler = new Sampler(one.pid, () => currentWrk?.pid, one.sc.name === 'proxy-1k' || one.sc.name === 'proxy-balancer' ? site!.backendPids ?? [] : []);
       sampler.start();
       let w: WrkResult;
       try {
@@ -1634,6 +1654,7 @@ async function main(): Promise<void> {
       processes: Math.max(...runs.map((r) => r.s.peakProcesses)),
       serverCpuPct: sampler.serverCpuPct,
       wrkCpuPct: sampler.clientCpuPct,
+      ...(sampler.sideCpuPct > 0 ? { backendCpuPct: sampler.sideCpuPct } : {}),
       otherCpuPct: sampler.otherCpuPct,
       irqCpuPct: sampler.irqCpuPct,
       stealCpuPct: sampler.stealCpuPct,
@@ -1651,7 +1672,7 @@ async function main(): Promise<void> {
     write(
       `   ${label} ${w.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${fmtMs(w.p50Ms).padStart(8)}  ` +
         `p99 ${fmtMs(w.p99Ms).padStart(8)}  RSS idle ${mb(idle.peakRssKB)} MB, peak ${mb(peakRssKB)} MB  ` +
-        `CPU: server ${sampler.serverCpuPct}%, wrk ${sampler.clientCpuPct}%, others ${sampler.otherCpuPct}%, steal ${sampler.stealCpuPct}%` +
+        `CPU: server ${sampler.serverCpuPct}%, wrk ${sampler.clientCpuPct}%${sampler.sideCpuPct > 0 ? `, backends ${sampler.sideCpuPct}%` : ''}, others ${sampler.otherCpuPct}%, steal ${sampler.stealCpuPct}%` +
         (unexpected > 0 ? `  UNEXPECTED STATUS: ${unexpected} (expected ${sc.status})` : '') +
         (nErr > 0 && se !== null
           ? `  socket errors: connect ${se.connect} read ${se.read} write ${se.write} timeout ${se.timeout}`

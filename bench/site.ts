@@ -376,6 +376,8 @@ export interface Site {
   htpasswdNote: string;
   /** the three backends of the `proxy-balancer` scenario (`proxy-1k` uses the first) (bare Node servers of htdocs), once started */
   backendPorts?: number[];
+  /** their processes (wrk's CPUs), whose CPU the runner reports beside the server's */
+  backendPids?: number[];
   /** the PHP-FPM pool of the `php-fpm` scenario (127.0.0.1:port), set by bench/run.ts once it
    *  runs; null: no PHP-FPM, the scenario's lines are left out of httpd.conf */
   fpmPort: number | null;

@@ -426,6 +426,9 @@ export interface BackendReader {
   /** One line without CR LF; null at the end of the stream; rejects with `ProxyIoError`
    *  ('timeout' after the worker's / ProxyTimeout, 'toolong' over `max` bytes). */
   readLine(max: number): Promise<string | null>;
+  /** readLine without waiting: the line when a whole one is already read (undefined: call
+   *  readLine), so a response head that came in one piece is parsed without a promise per line. */
+  lineNow(max: number): string | undefined;
   /** Up to `max` bytes as they arrive; null at the end of the stream. */
   read(max: number): Promise<Buffer | null>;
   /** Puts bytes back in front of the stream. */
@@ -464,12 +467,12 @@ export interface ProxyApi {
   /** ap_proxy_determine_connection: the address to connect to (the worker's, the URL's host for
    *  a generic worker, or the ProxyRemote host); OK or an HTTP status (502 for an unresolvable
    *  name, logged). `url` is the backend URL. */
-  determineConnection(r: Request, conf: ProxyServerConf, worker: ProxyWorker, conn: ProxyConn, url: string, proxyname: string | undefined, proxyport: number): Promise<number>;
+  determineConnection(r: Request, conf: ProxyServerConf, worker: ProxyWorker, conn: ProxyConn, url: string, proxyname: string | undefined, proxyport: number): number | Promise<number>;
   /** ap_proxy_connect_backend + ap_proxy_connection_create: connects (connectiontimeout, source
    *  address) unless the pooled socket is still up, then TLS through the "ssl_proxy" provider
    *  for an SSL connection. OK; 503 when the connection failed (AH00957, worker put in error
    *  for retry= seconds with AH00959); 502 when TLS failed (the ssl_proxy provider's line). */
-  connectBackend(proxyFunction: string, conn: ProxyConn, worker: ProxyWorker, r: Request): Promise<number>;
+  connectBackend(proxyFunction: string, conn: ProxyConn, worker: ProxyWorker, r: Request): number | Promise<number>;
   /** A reader over the connection (it consumes conn.pending first; timeouts from the worker or
    *  ProxyTimeout or Timeout, as httpd's, or `timeoutMs` when given: ping=). */
   reader(conn: ProxyConn, r: Request, timeoutMs?: number): BackendReader;

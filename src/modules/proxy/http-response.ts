@@ -36,8 +36,17 @@ export function headerLine(line: string, policy: BadHeaderPolicy, sawHeaders: bo
     return { kind: 'ignore' };
   }
   const name = line.slice(0, colon);
-  const value = line.slice(colon + 1).replace(/^[ \t\r\n\v\f]+/, '').replace(/[ \t\r\n\v\f]+$/, '');
-  return { kind: 'field', name, value };
+  // The value without the white space (apr_isspace) around it.
+  let a = colon + 1;
+  let z = line.length;
+  while (a < z && isSpace(line.charCodeAt(a))) a++;
+  while (z > a && isSpace(line.charCodeAt(z - 1))) z--;
+  return { kind: 'field', name, value: line.slice(a, z) };
+}
+
+/** apr_isspace: space, \t, \n, \v, \f, \r. */
+function isSpace(c: number): boolean {
+  return c === 32 || (c >= 9 && c <= 13);
 }
 
 /** ap_proxy_date_canon: an RFC 850 or asctime date in RFC 1123 form; anything else as is. */

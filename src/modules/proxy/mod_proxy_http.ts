@@ -302,8 +302,8 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
   for (;;) {
     let line: string | null;
     try {
-      line = await rd.readLine(maxLine);
-      if (line === '') line = await rd.readLine(maxLine);
+      line = rd.lineNow(maxLine) ?? await rd.readLine(maxLine);
+      if (line === '') line = rd.lineNow(maxLine) ?? await rd.readLine(maxLine);
     } catch (e) {
       const timedOut = e instanceof ProxyIoError && e.kind === 'timeout';
       r.log(MOD, APLOG_ERR, `AH01102: error reading status line from remote server ${conn.hostname}:${conn.port}`, timedOut ? { code: 70007, text: 'The timeout specified has expired' } : { code: 104, text: 'Connection reset by peer' });
@@ -345,7 +345,7 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
       let bad = false;
       try {
         for (;;) {
-          const hl = await rd.readLine(maxLine);
+          const hl = rd.lineNow(maxLine) ?? await rd.readLine(maxLine);
           if (hl === null) { bad = true; break; }
           if (hl === '') break;
           if ((hl[0] === ' ' || hl[0] === '\t') && last !== undefined) { last[1] += ' ' + hl.trim(); continue; }
@@ -655,7 +655,8 @@ async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, u
     // pooled backend connection (its failure could not be retried by the client): the
     // determination closes it and a fresh one is made, which stays pooled afterwards.
     if (r.proxyreq === PROXYREQ_REVERSE && r.connection.keepalives === 0 && r.subprocessEnv.has('proxy-initial-not-pooled')) conn.close = true;
-    let st = await api.determineConnection(r, sconf, worker, conn, url, proxyname, proxyport);
+    let st = api.determineConnection(r, sconf, worker, conn, url, proxyname, proxyport);
+    if (typeof st !== 'number') st = await st;
     if (st !== OK) return st;
     const u = /^[a-z0-9+.-]+:\/\/(\[[^\]]*\]|[^/:?#]*)(?::(\d*))?([^]*)$/i.exec(url.replace(/^unix:[^|]*\|/i, ''));
     const host = u?.[1] ?? '';
@@ -683,7 +684,8 @@ async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, u
     const hasBody = r.body !== null && (r.body.length > 0 || r.body.chunked);
     q.do100 = !q.force10 && ((r.expecting100 && dconf.forward100Continue !== false)
       || (worker.params.ping !== undefined && r.proxyreq === PROXYREQ_REVERSE && hasBody));
-    st = await api.connectBackend(proxyFunction, conn, worker, r);
+    const cs = api.connectBackend(proxyFunction, conn, worker, r);
+    st = typeof cs === 'number' ? cs : await cs;
     if (st !== OK) {
       if (st === 503) r.log(MOD, APLOG_ERR, `AH01114: HTTP: failed to make connection to backend: ${conn.hostname}`);
       return st;

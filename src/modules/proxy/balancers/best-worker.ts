@@ -62,11 +62,11 @@ export function getBestWorker(workers: readonly ProxyWorker[], isBest: IsBest, r
  *  httpd's debug lines (AH10122, AH10123). */
 export function bestWorkerFor(balancer: ProxyBalancer, r: Request, isBest: IsBest): ProxyWorker | undefined {
   const method = balancer.lbmethod?.name ?? balancer.s.lbpname;
-  r.log('proxy', APLOG_DEBUG, `AH10122: proxy: Entering ${method} for BALANCER (${balancer.s.name})`);
+  if (r.wantsLog('proxy', APLOG_DEBUG)) r.log('proxy', APLOG_DEBUG, `AH10122: proxy: Entering ${method} for BALANCER (${balancer.s.name})`);
   const api = r.rt.ctx.provider('proxy_api', 'mod_proxy');
   const best = getBestWorker(balancer.workers, isBest, (w) => { api?.retryWorker('BALANCER', w, r.server); });
   if (best !== undefined) {
-    r.log('proxy', APLOG_DEBUG, `AH10123: proxy: ${method} selected worker "${best.s.name}" : busy ${best.s.busy} : lbstatus ${best.s.lbstatus}`);
+    if (r.wantsLog('proxy', APLOG_DEBUG)) r.log('proxy', APLOG_DEBUG, `AH10123: proxy: ${method} selected worker "${best.s.name}" : busy ${best.s.busy} : lbstatus ${best.s.lbstatus}`);
   }
   return best;
 }

@@ -41,6 +41,8 @@ export class BackendConn implements ProxyConn {
   waiter: (() => void) | null = null;
   /** Where the socket connected from (the peer address for log lines). */
   addr = '';
+  /** Waiting in its worker's pool: the backend closing it takes it out at once. */
+  pooled = false;
   constructor(readonly worker: ProxyWorker) {}
 
   attach(sock: net.Socket): void {
@@ -55,9 +57,9 @@ export class BackendConn implements ProxyConn {
       if (this.queued > 256 * 1024) sock.pause();
       this.wake();
     });
-    sock.on('end', () => { this.ended = true; this.wake(); });
+    sock.on('end', () => { this.ended = true; this.wake(); if (this.pooled) dropIdle(this); });
     sock.on('error', (e) => { this.error = e; this.ended = true; this.wake(); });
-    sock.on('close', () => { this.ended = true; this.wake(); });
+    sock.on('close', () => { this.ended = true; this.wake(); if (this.pooled) dropIdle(this); });
   }
 
   wake(): void {
@@ -207,17 +209,10 @@ export function release(c: BackendConn): void {
   }
   if (!reusable) return;
   c.idleSince = Date.now();
-  const sock = c.socket!;
-  sock.setTimeout(0);
+  c.socket!.setTimeout(0);
   p.idle.push(c);
-  // An idle socket the backend closes goes out of the pool at once.
-  const drop = (): void => {
-    const i = p.idle.indexOf(c);
-    if (i >= 0) { p.idle.splice(i, 1); c.destroy(); }
-  };
-  sock.once('end', drop);
-  sock.once('close', drop);
-  c.data.set('dropIdle', drop);
+  // An idle socket the backend closes goes out of the pool at once (attach's listeners).
+  c.pooled = true;
   const ttl = w.params.ttl;
   const hmax = hmaxOf(w);
   // smax= defaults to max= and is at most max=. DIFFERENCE: without max= (no limit in plume,
@@ -238,14 +233,17 @@ export function release(c: BackendConn): void {
   }
 }
 
-/** Forgets the idle-drop listeners once the connection is taken from the pool again. */
+/** The connection is taken from the pool again (or closed there). */
 export function takeOut(c: BackendConn): void {
-  const drop = c.data.get('dropIdle') as (() => void) | undefined;
-  if (drop !== undefined && c.socket !== null) {
-    c.socket.off('end', drop);
-    c.socket.off('close', drop);
-    c.data.delete('dropIdle');
-  }
+  c.pooled = false;
+}
+
+/** An idle connection the backend closed: out of the pool, closed. */
+function dropIdle(c: BackendConn): void {
+  c.pooled = false;
+  const p = poolOf(c.worker);
+  const i = p.idle.indexOf(c);
+  if (i >= 0) { p.idle.splice(i, 1); c.destroy(); }
 }
 
 /** Connects a fresh socket (ap_proxy_connect_backend); OK or 503 with httpd's lines. */
@@ -327,6 +325,16 @@ export function makeReader(c: BackendConn, timeout: number): BackendReader {
         if (line.length > max) throw new ProxyIoError('toolong', 'line too long');
         if (nl >= 0) return line.endsWith('\r') ? line.slice(0, -1) : line;
       }
+    },
+    lineNow(max: number): string | undefined {
+      const b = c.queue[0];
+      if (b === undefined) return undefined;
+      const nl = b.indexOf(0x0a);
+      if (nl < 0 || nl > max) return undefined;
+      const end = nl > 0 && b[nl - 1] === 0x0d ? nl - 1 : nl;
+      const line = b.toString('latin1', 0, end);
+      c.take(nl + 1);
+      return line;
     },
     async read(max: number): Promise<Buffer | null> {
       for (;;) {

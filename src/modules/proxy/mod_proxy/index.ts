@@ -54,7 +54,7 @@ function backendTimeout(w: ProxyWorker, r: Request): number {
   return w.params.timeout ?? proxy.server(r.server).timeout ?? r.server.timeout * 1000;
 }
 
-async function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWorker, c: ProxyConn, url: string, proxyname: string | undefined, proxyport: number): Promise<number> {
+function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWorker, c: ProxyConn, url: string, proxyname: string | undefined, proxyport: number): number {
   const bc = c as BackendConn;
   // A connection marked to close is closed now (a pooled one the request must not use).
   if (bc.close) { bc.destroy(); bc.close = false; }
@@ -96,13 +96,19 @@ async function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWo
   return OK;
 }
 
-async function connectBackend(proxyFunction: string, c: ProxyConn, w: ProxyWorker, r: Request): Promise<number> {
+/** ap_proxy_connect_backend: a pooled connection still open is used as it is (no promise);
+ *  otherwise a new one is made. */
+function connectBackend(proxyFunction: string, c: ProxyConn, w: ProxyWorker, r: Request): number | Promise<number> {
   const bc = c as BackendConn;
   takeOut(bc);
   if (bc.socket !== null && bc.alive) {
     bc.uses++;
     return OK;
   }
+  return connectNew(proxyFunction, bc, w, r);
+}
+
+async function connectNew(proxyFunction: string, bc: BackendConn, w: ProxyWorker, r: Request): Promise<number> {
   bc.destroy();
   const sc = proxy.server(r.server);
   const connTimeout = w.params.connectionTimeout ?? backendTimeout(w, r);
@@ -403,7 +409,7 @@ function transMatch(r: Request, ent: ProxyAlias, dconf: DirConf): number {
     r.log(MOD, APLOG_TRACE1, `AH10248: Servlet path '${r.uri}' (${servletUri}) matches proxy handler '${found}'`);
     // <Location> and the other sections then see the path without its parameters.
     r.uri = servletUri;
-  } else r.log(MOD, APLOG_TRACE1, `AH03464: URI path '${r.uri}' matches proxy handler '${found}'`);
+  } else if (r.wantsLog(MOD, APLOG_TRACE1)) r.log(MOD, APLOG_TRACE1, `AH03464: URI path '${r.uri}' matches proxy handler '${found}'`);
   return OK;
 }
 
@@ -541,7 +547,7 @@ async function preRequest(r: Request, conf: ServerConf, url: string): Promise<{ 
   }
   const w = findWorker(undefined, conf, url);
   if (w !== undefined) {
-    r.log(MOD, APLOG_DEBUG, `AH00942: ${w.scheme.toUpperCase()}: found worker ${w.name} for ${url}`);
+    if (r.wantsLog(MOD, APLOG_DEBUG)) r.log(MOD, APLOG_DEBUG, `AH00942: ${w.scheme.toUpperCase()}: found worker ${w.name} for ${url}`);
     return { status: OK, worker: w, url };
   }
   // The default workers keep no connection alive: proxy-nokeepalive tells the protocol
@@ -669,7 +675,7 @@ async function proxyHandler(r: Request): Promise<number> {
       }
     }
     if (!ran) {
-      r.log(MOD, APLOG_DEBUG, `AH01143: Running scheme ${scheme} handler (attempt ${attempts})`);
+      if (r.wantsLog(MOD, APLOG_DEBUG)) r.log(MOD, APLOG_DEBUG, `AH01143: Running scheme ${scheme} handler (attempt ${attempts})`);
       status = await runScheme(r, worker, conf, url, undefined, 0);
     }
     for (const n of r.rt.ctx.providerNames('proxy_balancer')) {

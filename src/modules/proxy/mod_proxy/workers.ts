@@ -298,6 +298,17 @@ const RESERVED: Record<'url' | 'path' | 'query' | 'fragment' | 'user', string> =
   url: '', path: '/', query: '+', fragment: '', user: '',
 };
 
+/** Per part, the characters canonenc gives back as they are whatever the request (letters,
+ *  digits, the reserved and the allowed ones; never '%'): a string of those alone is its own
+ *  encoding, the common case, answered without building a copy. */
+const UNCHANGED = Object.fromEntries((Object.keys(ALLOWED) as (keyof typeof ALLOWED)[]).map((k) => {
+  const t = new Uint8Array(128);
+  for (let c = 0; c < 128; c++) if (isAlnum(c)) t[c] = 1;
+  for (const ch of ALLOWED[k] + RESERVED[k]) t[ch.charCodeAt(0)] = 1;
+  t[0x25] = 0;
+  return [k, t];
+})) as Record<keyof typeof ALLOWED, Uint8Array>;
+
 function isAlnum(c: number): boolean {
   return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
 }
@@ -311,6 +322,10 @@ function hex2(c: number): string {
  *  AllowEncodedSlashes NoDecode asks to keep %2F; other requests have their escapes decoded
  *  and re-encoded where needed. Strings hold bytes (latin1). undefined on a bad %-escape that had to be decoded. */
 export function canonenc(x: string, type: 'url' | 'path' | 'query' | 'fragment' | 'user', forcedec: boolean, proxyreq: ProxyReq, encodedSlashes = false): string | undefined {
+  const same = UNCHANGED[type];
+  let k = 0;
+  while (k < x.length) { const c = x.charCodeAt(k); if (c >= 128 || same[c] === 0) break; k++; }
+  if (k === x.length) return x;
   const reserved = RESERVED[type];
   const allowed = ALLOWED[type];
   const decode = forcedec || encodedSlashes || (proxyreq !== PROXYREQ_NONE && proxyreq !== PROXYREQ_REVERSE);
@@ -335,10 +350,25 @@ export function canonenc(x: string, type: 'url' | 'path' | 'query' | 'fragment' 
 /** ap_proxy_canon_netloc: "//user:pass@host:port/rest". */
 export function canonNetloc(url: string, defPort: number): { host: string; port: number; rest: string; user: string | undefined; password: string | undefined } | string {
   if (!url.startsWith('//')) return 'Malformed URL';
-  const body = url.slice(2);
-  const slash = body.search(/[/?#]/);
-  const netloc = slash < 0 ? body : body.slice(0, slash);
-  const rest = slash < 0 ? '' : body.slice(slash);
+  let slash = 2;
+  while (slash < url.length) { const c = url.charCodeAt(slash); if (c === 0x2f || c === 0x3f || c === 0x23) break; slash++; }
+  const netloc = url.slice(2, slash);
+  const rest = url.slice(slash);
+  // The same few backends are named on every request: their netloc is parsed once.
+  const key = `${defPort} ${netloc}`;
+  let nl = netlocs.get(key);
+  if (nl === undefined) {
+    nl = parseNetloc(netloc, defPort);
+    if (netlocs.size >= 256) netlocs.clear();
+    netlocs.set(key, nl);
+  }
+  if (typeof nl === 'string') return nl;
+  return { host: nl.host, port: nl.port, rest, user: nl.user, password: nl.password };
+}
+type Netloc = { readonly host: string; readonly port: number; readonly user: string | undefined; readonly password: string | undefined };
+const netlocs = new Map<string, Netloc | string>();
+
+function parseNetloc(netloc: string, defPort: number): Netloc | string {
   let hostport = netloc;
   let user: string | undefined;
   let password: string | undefined;
@@ -360,5 +390,5 @@ export function canonNetloc(url: string, defPort: number): { host: string; port:
     port = Number(m[2]);
   }
   if (host === '' || /[^A-Za-z0-9.\-_[\]:%]/.test(host)) return 'Invalid host/port';
-  return { host: host.toLowerCase(), port, rest, user, password };
+  return { host: host.toLowerCase(), port, user, password };
 }

@@ -363,7 +363,7 @@ const hooks: ProxyBalancerHooks = {
       r.subprocessEnv.set('BALANCER_SESSION_STICKY', found.sticky ?? '');
       r.subprocessEnv.set('BALANCER_SESSION_ROUTE', found.route);
     }
-    r.log('proxy_balancer', APLOG_DEBUG, `AH01172: ${b.s.name}: worker (${chosen.s.name}) rewritten to ${fixed.url}`);
+    if (r.wantsLog('proxy_balancer', APLOG_DEBUG)) r.log('proxy_balancer', APLOG_DEBUG, `AH01172: ${b.s.name}: worker (${chosen.s.name}) rewritten to ${fixed.url}`);
     return { status: fixed.status, worker: chosen, balancer: b, url: fixed.url };
   },
 
@@ -392,7 +392,7 @@ const hooks: ProxyBalancerHooks = {
       worker.s.status |= PROXY_WORKER_IN_ERROR;
       worker.s.errorTime = Date.now();
     }
-    r.log('proxy_balancer', APLOG_DEBUG, `AH01176: proxy_balancer_post_request for (${b.s.name})`);
+    if (r.wantsLog('proxy_balancer', APLOG_DEBUG)) r.log('proxy_balancer', APLOG_DEBUG, `AH01176: proxy_balancer_post_request for (${b.s.name})`);
     return OK;
   },
 };

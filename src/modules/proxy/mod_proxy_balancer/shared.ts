@@ -64,41 +64,66 @@ export function flushAll(): void {
   dirtyRecords.clear();
 }
 
+/** The record behind a view (a symbol: the view's own keys are the fields alone). */
+const REC = Symbol('record');
+type View = Record<string, Value> & { readonly [REC]: SharedRecord };
+
+/** The class of a layout's views: one accessor pair per field on its prototype, shared by
+ *  every view of the layout, so a member's `s.lbstatus` is one monomorphic getter call that
+ *  the engine inlines (accessors defined on each object gave each its own shape, and the
+ *  values lived in a Map: a hash lookup per field read on every balanced request). */
+const viewClasses = new WeakMap<readonly Field[], new (rec: SharedRecord) => View>();
+function viewClassOf(fields: readonly Field[]): new (rec: SharedRecord) => View {
+  let C = viewClasses.get(fields);
+  if (C !== undefined) return C;
+  class SlotView {
+    readonly [REC]: SharedRecord;
+    constructor(rec: SharedRecord) { this[REC] = rec; }
+  }
+  fields.forEach((f, i) => {
+    Object.defineProperty(SlotView.prototype, f.key, {
+      enumerable: true,
+      get(this: View) { return this[REC].values[i]; },
+      set(this: View, v: Value) { this[REC].setField(i, v); },
+    });
+  });
+  C = SlotView as unknown as new (rec: SharedRecord) => View;
+  viewClasses.set(fields, C);
+  return C;
+}
+
 /** One slot's fields as an object (`view`) of the shape T whose properties read and write the
  *  copy. */
 export class SharedRecord {
-  private readonly values = new Map<string, Value>();
-  private readonly dirty = new Set<Field>();
+  /** This process's copy of the fields, by field index. */
+  readonly values: Value[];
+  /** Fields changed here and not yet written (by field index). */
+  private readonly dirty: Uint8Array;
+  private dirtyCount = 0;
   /** The slot's bytes as this process last read or wrote them (null: decode all at the next load). */
   private seen: Buffer | null = null;
   readonly view: Record<string, Value>;
 
   constructor(private readonly ptr: SlotPointer, private readonly fields: readonly Field[], init: Readonly<Record<string, Value>>, fromSlot: boolean) {
-    const view: Record<string, Value> = {};
-    for (const f of fields) {
-      Object.defineProperty(view, f.key, {
-        enumerable: true,
-        get: () => this.values.get(f.key),
-        set: (v: Value) => {
-          if (this.values.get(f.key) === v) return;
-          this.values.set(f.key, v);
-          this.mark(f);
-        },
-      });
-    }
-    this.view = view;
+    this.values = new Array<Value>(fields.length).fill(undefined);
+    this.dirty = new Uint8Array(fields.length);
+    this.view = new (viewClassOf(fields))(this);
     if (fromSlot) {
       this.load();
     } else {
-      for (const f of fields) { this.values.set(f.key, init[f.key]); this.dirty.add(f); }
+      for (let i = 0; i < fields.length; i++) { this.values[i] = init[fields[i]!.key]; this.dirty[i] = 1; }
+      this.dirtyCount = fields.length;
       this.flush();
     }
   }
 
   get id(): number { return this.ptr.id; }
 
-  private mark(f: Field): void {
-    this.dirty.add(f);
+  /** A field set through the view: kept, and marked for the table when it changed. */
+  setField(i: number, v: Value): void {
+    if (this.values[i] === v) return;
+    this.values[i] = v;
+    if (this.dirty[i] === 0) { this.dirty[i] = 1; this.dirtyCount++; }
     dirtyRecords.add(this);
     if (!flushScheduled) { flushScheduled = true; setImmediate(flushAll); }
   }
@@ -109,10 +134,12 @@ export class SharedRecord {
     const seen = this.seen;
     // Unchanged since this process last read or wrote the slot: every value is current.
     if (seen !== null && seen.length === bytes.length && seen.equals(bytes)) return;
-    for (const f of this.fields) {
-      if (this.dirty.has(f)) continue;
+    const fields = this.fields;
+    for (let i = 0; i < fields.length; i++) {
+      if (this.dirty[i] !== 0) continue;
+      const f = fields[i]!;
       if (seen !== null && seen.length === bytes.length && bytes.compare(seen, f.off, f.off + f.size, f.off, f.off + f.size) === 0) continue;
-      this.values.set(f.key, decode(bytes, f));
+      this.values[i] = decode(bytes, f);
     }
     this.seen = bytes;
   }
@@ -120,19 +147,20 @@ export class SharedRecord {
   /** Writes the changed fields now; adjacent ones (or ones apart only by alignment padding,
    *  which nothing uses) in one write. */
   flush(): void {
-    if (this.dirty.size === 0) return;
+    if (this.dirtyCount === 0) return;
     const fields = this.fields;
+    const dirty = this.dirty;
     const seen = this.seen;
     let i = 0;
     while (i < fields.length) {
-      if (!this.dirty.has(fields[i]!)) { i++; continue; }
+      if (dirty[i] === 0) { i++; continue; }
       let j = i;
-      while (j + 1 < fields.length && this.dirty.has(fields[j + 1]!)) j++;
+      while (j + 1 < fields.length && dirty[j + 1] !== 0) j++;
       const start = fields[i]!.off;
       const b = Buffer.alloc(fields[j]!.off + fields[j]!.size - start);
       for (let k = i; k <= j; k++) {
         const f = fields[k]!;
-        encode(b.subarray(f.off - start, f.off - start + f.size), f, this.values.get(f.key));
+        encode(b.subarray(f.off - start, f.off - start + f.size), f, this.values[k]);
       }
       this.ptr.write(b, start);
       if (seen !== null && seen.length >= start + b.length) {
@@ -140,13 +168,13 @@ export class SharedRecord {
         // A value the slot cannot hold as it is (a fraction in an integer field, a string
         // too long) reads back differently: the next load decodes the slot again.
         for (let k = i; k <= j && this.seen !== null; k++) {
-          const f = fields[k]!;
-          if (decode(seen, f) !== this.values.get(f.key)) this.seen = null;
+          if (decode(seen, fields[k]!) !== this.values[k]) this.seen = null;
         }
       }
       i = j + 1;
     }
-    this.dirty.clear();
+    dirty.fill(0);
+    this.dirtyCount = 0;
   }
 }
 
