@@ -59,6 +59,8 @@ import brotli from './filters/mod_brotli.js';
 import substitute from './filters/mod_substitute.js';
 import extFilter from './filters/mod_ext_filter.js';
 import charsetLite from './filters/mod_charset_lite.js';
+import xml2enc from './filters/mod_xml2enc.js';
+import proxyHtml from './filters/mod_proxy_html/mod_proxy_html.js';
 import bucketeer from './debugging/mod_bucketeer.js';
 import dumpio from './debugging/mod_dumpio.js';
 import expires from './metadata/mod_expires.js';
@@ -158,6 +160,8 @@ const ALL: AnyModuleHandle[] = [
   h(substitute),
   h(extFilter),
   h(charsetLite),
+  h(xml2enc),
+  h(proxyHtml),
   h(include),
   h(request),
   h(bucketeer),

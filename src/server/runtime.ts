@@ -6,7 +6,7 @@ import type { ConnectionTap } from './connection-tap.js';
 import type { ConfigContext } from './config/context.js';
 import { buildHookLists, type HookLists } from './hooks.js';
 import type { FilterSpec, Brigade, FilterInstance, InputFilterSpec } from './filters.js';
-import { instantiate, instantiateInput, insertFilter } from './filters.js';
+import { instantiate, instantiateInput, insertFilter, linkChain } from './filters.js';
 import { readBody } from './http/http-in.js';
 import type { ConnRec, Request } from './request/request.js';
 import type { MaybePromise } from './module.js';
@@ -100,13 +100,17 @@ export class Runtime {
     const spec = this.filters.get(name.toLowerCase());
     if (!spec) return false;
     insertFilter(r.outputFilters, instantiate(spec, r));
+    if (r.filterHead !== null) linkChain(r.outputFilters);
     return true;
   }
 
-  /** Adds a filter by spec (for modules that own the filter); returns its instance. */
+  /** Adds a filter by spec (for modules that own the filter); returns its instance. A filter
+   *  added while the response is under way (by a filter, as mod_proxy_html adds xml2enc) is
+   *  linked into the running chain in its place. */
   addFilter<S>(r: Request, spec: FilterSpec<S>): FilterInstance<S> {
     const f = instantiate(spec, r);
     insertFilter(r.outputFilters, f as unknown as FilterInstance);
+    if (r.filterHead !== null) linkChain(r.outputFilters);
     return f;
   }
 

@@ -125,7 +125,8 @@ export function resolveVariables(
   onUndefined: (name: string) => void,
 ): string {
   if (!text.includes('${')) return text;
-  return text.replace(/\$\{([A-Za-z0-9_.:-]+)\}/g, (whole, name: string) => {
+  // Any text up to the next } is the name, as ap_resolve_env reads it (${A|b} included).
+  return text.replace(/\$\{([^}]*)\}/g, (whole, name: string) => {
     const v = lookup(name);
     if (v === undefined) {
       onUndefined(name);
