@@ -1,5 +1,5 @@
 // mod_ssl's readers: the ClientHello fields the layer needs before TLS takes the socket
-// (post-handshake authentication offered, legacy session id, PSK identity), on real
+// (post-handshake authentication offered, legacy session id, PSK identity, TLS 1.3 offered), on real
 // ClientHellos from Node's client, and fuzzed; the DN formats of 2.4 and 2.2.
 
 import { test } from 'node:test';
@@ -24,10 +24,16 @@ test('a TLS 1.3 ClientHello: a legacy session id, no PHA from Node, no PSK witho
   assert.equal(h.pha, false);
   assert.equal(h.legacyId?.length, 32);
   assert.equal(h.psk, null);
+  assert.equal(h.tls13, true);
+});
+
+test('a ClientHello that stops at TLS 1.2 does not offer TLS 1.3', async () => {
+  const h = parseClientHello(await captureHello({ maxVersion: 'TLSv1.2' }));
+  assert.equal(h.tls13, false);
 });
 
 test('plain HTTP and cut-short hellos read as nothing', () => {
-  assert.deepEqual(parseClientHello(Buffer.from('GET / HTTP/1.1\r\n\r\n')), { pha: false, legacyId: null, psk: null });
+  assert.deepEqual(parseClientHello(Buffer.from('GET / HTTP/1.1\r\n\r\n')), { pha: false, legacyId: null, psk: null, tls13: false });
   let seed = 3;
   const rnd = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
   for (let i = 0; i < 3000; i++) {

@@ -51,6 +51,9 @@ export interface TlsServer {
   readonly certs: readonly { file: string; cert: crypto.X509Certificate }[];
   /** The effective SSLCipherSuite list (per-directory checks compare against it). */
   readonly ciphers: string;
+  /** TLS 1.3 is on and its sessions travel in stateless tickets: a client offering TLS 1.3
+   *  resumes from the ticket alone, never from the session cache (see layer.ts). */
+  readonly statelessTls13: boolean;
 }
 
 export interface TlsBuild {
@@ -331,6 +334,7 @@ function buildOne(ctx: ConfigContext, s: ServerRec, sc: SslServerConfig, dirVeri
   const cipherList = conf.cipherString ?? sc.cipherSuite ?? 'DEFAULT';
   const tls13 = conf.ciphersuites ?? sc.tls13Ciphers;
   const types = [...byType.values()];
+  const maxVersion = conf.maxVersion ?? proto.maxVersion;
   const options: tls.SecureContextOptions = {
     cert: types.map((t) => (chain !== '' ? `${t.cert}\n${chain}` : t.cert)),
     key: types.map((t) => ({ pem: t.keyPem, passphrase: t.passphrase })),
@@ -338,7 +342,7 @@ function buildOne(ctx: ConfigContext, s: ServerRec, sc: SslServerConfig, dirVeri
     crl: crls.length > 0 ? crls : undefined,
     ciphers: tls13 !== undefined ? `${tls13}:${cipherList}` : cipherList,
     minVersion: conf.minVersion ?? proto.minVersion,
-    maxVersion: conf.maxVersion ?? proto.maxVersion,
+    maxVersion,
     secureOptions,
     honorCipherOrder: sc.honorCipherOrder === true,
     sessionTimeout: sc.sessionCacheTimeout ?? 300,
@@ -377,6 +381,7 @@ function buildOne(ctx: ConfigContext, s: ServerRec, sc: SslServerConfig, dirVeri
     cert: types[0]?.x509 ?? null, certCompat, authCompat,
     certs: types.map((t) => ({ file: t.file, cert: t.x509 })),
     ciphers: cipherList,
+    statelessTls13: maxVersion === 'TLSv1.3' && (secureOptions & crypto.constants.SSL_OP_NO_TICKET) === 0,
   };
 }
 

@@ -131,6 +131,8 @@ export interface HelloInfo {
   /** The first PSK identity (pre_shared_key, 41): for a TLS 1.3 session this server stored
    *  (SSLSessionTickets off: a stateful ticket), the session's id in the cache. */
   readonly psk: Buffer | null;
+  /** supported_versions (43) lists TLS 1.3. */
+  readonly tls13: boolean;
 }
 
 /** Reads a ClientHello (the first bytes of the connection); what it cannot read is absent. */
@@ -138,9 +140,10 @@ export function parseClientHello(b: Buffer): HelloInfo {
   let pha = false;
   let legacyId: Buffer | null = null;
   let psk: Buffer | null = null;
+  let tls13 = false;
   try {
     // Record header (5), handshake header (4), version (2), random (32).
-    if (b.length < 5 + 4 + 34 || b[0] !== 0x16 || b[5] !== 0x01) return { pha, legacyId, psk };
+    if (b.length < 5 + 4 + 34 || b[0] !== 0x16 || b[5] !== 0x01) return { pha, legacyId, psk, tls13 };
     let at = 5 + 4 + 34;
     const idLen = b[at]!;
     if (idLen > 0 && idLen <= 32 && at + 1 + idLen <= b.length) legacyId = Buffer.from(b.subarray(at + 1, at + 1 + idLen));
@@ -153,6 +156,10 @@ export function parseClientHello(b: Buffer): HelloInfo {
       const type = b.readUInt16BE(at);
       const len = b.readUInt16BE(at + 2);
       if (type === 49) pha = true;
+      if (type === 43 && at + 5 <= end) {
+        const n = b[at + 4]!;
+        for (let i = at + 5; i + 1 < Math.min(end, at + 5 + n); i += 2) if (b.readUInt16BE(i) === 0x0304) tls13 = true;
+      }
       if (type === 41 && at + 6 <= end) {
         const n = b.readUInt16BE(at + 6);
         if (n > 0 && n <= 512 && at + 8 + n <= end) psk = Buffer.from(b.subarray(at + 8, at + 8 + n));
@@ -160,13 +167,26 @@ export function parseClientHello(b: Buffer): HelloInfo {
       at += 4 + len;
     }
   } catch { /* a ClientHello cut short: what was read */ }
-  return { pha, legacyId, psk };
+  return { pha, legacyId, psk, tls13 };
+}
+
+/** What a connection's handshake needs, the same for every connection to one address. */
+interface HandshakePlan {
+  /** A name-based virtual host of the address has TLS settings of its own: SNI must choose. */
+  readonly sni: boolean;
+  /** Every host the handshake can end on has TLS 1.3 with stateless tickets. */
+  readonly stateless13: boolean;
 }
 
 export class TlsLayer implements ConnectionLayer {
-  /** One tls.Server per SSL host (they never listen): they carry the session cache events and
-   *  the host's OCSP stapling requests. */
+  /** Two tls.Servers per SSL host (they never listen): they carry the host's OCSP stapling
+   *  requests and, the first of them, the session cache events. Node parses every ClientHello
+   *  in JavaScript and hands every new session to JavaScript (each TLS 1.3 handshake makes
+   *  two) for a socket whose server listens to those events, so a handshake that cannot use
+   *  the cache reports to the second, which does not listen to them. */
   private readonly hubs = new Map<TlsServer, HubServer>();
+  private readonly quietHubs = new Map<TlsServer, HubServer>();
+  private readonly plans = new WeakMap<readonly ServerRec[], Map<TlsServer, HandshakePlan>>();
   private readonly staplers = new Map<TlsServer, Stapler>();
   private readonly ports = new Set<number>();
   /** PSK identities of TLS 1.3 ClientHellos being handshaken, by their legacy session id. */
@@ -187,7 +207,9 @@ export class TlsLayer implements ConnectionLayer {
       for (const a of t.s.addrs) if (a.port !== 0) this.ports.add(a.port);
       if (t.s.port !== 0) this.ports.add(t.s.port);
       const hub = new tls.Server() as HubServer;
+      const quiet = new tls.Server() as HubServer;
       hub._sharedCreds = t.context;
+      quiet._sharedCreds = t.context;
       hub.on('newSession', newSession);
       hub.on('resumeSession', resumeSession);
       const stapler = setup.stapler(t);
@@ -196,17 +218,33 @@ export class TlsLayer implements ConnectionLayer {
         // the hub (hubFor) whose emit passes the socket on, so that the responder client's
         // lines name the client as httpd's do. This listener only makes Node ask.
         const log = serverLog(t.s);
-        hub.on('OCSPRequest', (cert: Buffer | undefined, _issuer: Buffer | undefined, cb: OcspCallback) => staple(stapler, cert, log, log, cb));
+        const ask = (cert: Buffer | undefined, _issuer: Buffer | undefined, cb: OcspCallback): void => staple(stapler, cert, log, log, cb);
+        hub.on('OCSPRequest', ask);
+        quiet.on('OCSPRequest', ask);
         this.staplers.set(t, stapler);
       }
       this.hubs.set(t, hub);
+      this.quietHubs.set(t, quiet);
     }
+  }
+
+  /** The handshake plan for connections to an address whose base host is `first`. */
+  private plan(first: TlsServer, candidates: readonly ServerRec[]): HandshakePlan {
+    let byFirst = this.plans.get(candidates);
+    if (byFirst === undefined) { byFirst = new Map(); this.plans.set(candidates, byFirst); }
+    let p = byFirst.get(first);
+    if (p === undefined) {
+      const hosts = candidates.map((v) => this.setup.servers.get(v)).filter((t): t is TlsServer => t !== undefined);
+      p = { sni: hosts.some((t) => t !== first), stateless13: first.statelessTls13 && hosts.every((t) => t.statelessTls13) };
+      byFirst.set(first, p);
+    }
+    return p;
   }
 
   /** The server object a handshake with host `t` reports to: its hub, or for a stapling host a
    *  view of it that knows the connection. */
-  private hubFor(t: TlsServer, sock: net.Socket): HubServer | undefined {
-    const hub = this.hubs.get(t);
+  private hubFor(t: TlsServer, sock: net.Socket, sessions: boolean): HubServer | undefined {
+    const hub = (sessions ? this.hubs : this.quietHubs).get(t);
     const stapler = this.staplers.get(t);
     if (hub === undefined || stapler === undefined) return hub;
     const view = Object.create(hub) as HubServer;
@@ -248,15 +286,25 @@ export class TlsLayer implements ConnectionLayer {
         return;
       }
       const hello = parseClientHello(chunk);
+      const local = normIp(sock.localAddress ?? '');
+      const candidates = this.setup.candidates(local, sock.localPort ?? 0);
+      const plan = this.plan(first, candidates);
+      // A TLS 1.3 handshake with stateless tickets neither resumes from the session cache nor
+      // stores into it usefully: its sessions travel in the tickets (OpenSSL consults the
+      // cache for a TLS 1.3 PSK only when tickets are off), and a TLS 1.3 client resumes by
+      // PSK alone, never by session id. Such a handshake skips Node's session events.
+      // DIFFERENCE: httpd stores those sessions in SSLSessionCache anyway, where nothing can
+      // find them (docs/differences.md).
+      const sessions = !(hello.tls13 && plan.stateless13);
       // TLS 1.3 resumption from the session cache: Node asks for the session by the legacy id,
       // the session is found by the PSK identity (see the resumeSession listener).
       let key: string | null = null;
-      if (hello.psk !== null && hello.legacyId !== null) {
+      if (sessions && hello.psk !== null && hello.legacyId !== null) {
         key = hello.legacyId.toString('hex');
         this.pskByLegacyId.set(key, hello.psk);
         sock.once('close', () => this.pskByLegacyId.delete(key!));
       }
-      this.handshake(sock, base, first, serve, hello.pha, () => { if (key !== null) this.pskByLegacyId.delete(key); });
+      this.handshake(sock, base, first, candidates, plan.sni, sessions, serve, hello.pha, () => { if (key !== null) this.pskByLegacyId.delete(key); });
     });
     return true;
   }
@@ -320,13 +368,38 @@ export class TlsLayer implements ConnectionLayer {
     return failed(f.errnum, f.text, chain[f.depth] ?? leaf);
   }
 
-  private handshake(sock: net.Socket, base: ServerRec, first: TlsServer, serve: (t: Transport, init: (c: ConnRec) => void) => void, pha: boolean, done: () => void): void {
+  private handshake(
+    sock: net.Socket, base: ServerRec, first: TlsServer, candidates: readonly ServerRec[], sni: boolean, sessions: boolean,
+    serve: (t: Transport, init: (c: ConnRec) => void) => void, pha: boolean, done: () => void,
+  ): void {
     let chosen = first;
-    const local = normIp(sock.localAddress ?? '');
-    const candidates = this.setup.candidates(local, sock.localPort ?? 0);
+    // ssl_find_vhost: the name-based virtual host SNI names, among those on this address.
+    // Where none of them has TLS settings of its own the base host's context stays, and Node
+    // is not asked to call back into JavaScript for the name.
+    const SNICallback = !sni ? undefined : (name: string, cb: (err: Error | null, ctx?: tls.SecureContext) => void): void => {
+      const host = name.toLowerCase();
+      for (const v of candidates) {
+        if (!v.matchesName(host)) continue;
+        const t = this.setup.servers.get(v);
+        if (t !== undefined) {
+          chosen = t;
+          const hub = this.hubFor(t, sock, sessions);
+          if (hub !== undefined) (tsock as HubbedSocket).server = hub;
+          if (t !== first) {
+            // The chosen host's verification applies from here on (SSL_set_verify in httpd).
+            const h = tsock as unknown as { _handle?: { setVerifyMode?: (req: boolean, rej: boolean) => void } };
+            h._handle?.setVerifyMode?.(t.requestCert, t.rejectUnauthorized);
+          }
+          cb(null, t.context);
+          return;
+        }
+        break;
+      }
+      cb(null, first.context);
+    };
     const tsock = new tls.TLSSocket(sock, {
       isServer: true,
-      server: this.hubFor(first, sock),
+      server: this.hubFor(first, sock, sessions),
       secureContext: first.context,
       requestCert: first.requestCert,
       rejectUnauthorized: first.rejectUnauthorized,
@@ -338,28 +411,7 @@ export class TlsLayer implements ConnectionLayer {
         // no ALPN answer (docs/differences.md).
         return p ?? (protocols.includes('http/1.1') ? 'http/1.1' : undefined);
       },
-      SNICallback: (name: string, cb: (err: Error | null, ctx?: tls.SecureContext) => void) => {
-        const host = name.toLowerCase();
-        // ssl_find_vhost: the name-based virtual host SNI names, among those on this address.
-        for (const v of candidates) {
-          if (!v.matchesName(host)) continue;
-          const t = this.setup.servers.get(v);
-          if (t !== undefined) {
-            chosen = t;
-            const hub = this.hubFor(t, sock);
-            if (hub !== undefined) (tsock as HubbedSocket).server = hub;
-            if (t !== first) {
-              // The chosen host's verification applies from here on (SSL_set_verify in httpd).
-              const h = tsock as unknown as { _handle?: { setVerifyMode?: (req: boolean, rej: boolean) => void } };
-              h._handle?.setVerifyMode?.(t.requestCert, t.rejectUnauthorized);
-            }
-            cb(null, t.context);
-            return;
-          }
-          break;
-        }
-        cb(null, first.context);
-      },
+      SNICallback,
     });
     let secure = false;
     tsock.on('error', (e: Error) => {
