@@ -9,6 +9,7 @@ import { httpCore } from '../server/http/http-core.js';
 import so, { BUILT_IN } from './core/mod_so.js';
 import watchdog from './core/mod_watchdog.js';
 import version from './core/mod_version.js';
+import macro from './core/mod_macro.js';
 import mpmEvent from '../mpm/mpm_event.js';
 import mpmWorker from '../mpm/mpm_worker.js';
 import mpmPrefork from '../mpm/mpm_prefork.js';
@@ -116,6 +117,7 @@ const ALL: AnyModuleHandle[] = [
   h(logConfig),
   h(logio),
   h(version),
+  h(macro),
   h(mpmEvent),
   h(mpmWorker),
   h(mpmPrefork),

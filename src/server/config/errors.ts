@@ -4,6 +4,8 @@
 //  - 'walk' errors (ordinary directives) print as "AH00526: Syntax error on line N of FILE:"
 //    followed by the message on its own line.
 
+import { escapeErrorLogItem } from '../log/error-log-format.js';
+
 export class ConfigError extends Error {
   constructor(
     readonly file: string,
@@ -24,10 +26,13 @@ export class ConfigError extends Error {
   /** The text httpd prints on stderr for this error (and the remedy lines after it). */
   format(argv0: string): string {
     const more = this.remedy.length > 0 ? '\n' + this.remedy.join('\n') : '';
+    // httpd logs the message through its error log, which escapes control characters,
+    // backslashes and bytes above 0x7e (ap_escape_errorlog_item).
+    const detail = escapeErrorLogItem(this.detail);
     if (this.phase === 'walk') {
-      return `AH00526: Syntax error on line ${this.line} of ${this.file}:\n${this.detail}${more}`;
+      return `AH00526: Syntax error on line ${this.line} of ${this.file}:\n${detail}${more}`;
     }
-    return `${argv0}: Syntax error on line ${this.line} of ${this.file}: ${this.detail}${more}`;
+    return `${argv0}: Syntax error on line ${this.line} of ${this.file}: ${detail}${more}`;
   }
 
   /** An error from an included file, wrapped by the Include line (httpd nests the framing). */

@@ -32,14 +32,38 @@ export interface ConfigNode {
  *  end tag or, without one, to the end of the file (ap_build_cont_config). */
 const READ_TIME_CONDITIONALS: ReadonlySet<string> = new Set(['ifmodule', 'ifdefine', 'iffile', 'ifdirective', 'ifsection']);
 
+/** Sections whose body is text, not configuration: mod_macro's <Macro> reads its lines itself
+ *  (get_lines_till_end_token) up to the matching end tag, counting nested openers of its own
+ *  name only, so sections inside it need not balance. Its lines are kept flat, unparsed. */
+const RAW_BODY_SECTIONS: ReadonlySet<string> = new Set(['macro']);
+
 /** Parses a file's text into the lossless tree; throws ConfigError for unbalanced sections. */
 export function parseConfig(source: string, file: string): ConfigNode[] {
   const lines = splitLogicalLines(source);
   const root: ConfigNode[] = [];
   const stack: ConfigNode[] = [];
   const top = (): ConfigNode[] => (stack.length ? stack[stack.length - 1]!.children! : root);
+  /** Inside a raw-body section: the section and how deep its own name is nested. */
+  let raw: { node: ConfigNode; opener: string; closer: string; depth: number } | undefined;
   for (const l of lines) {
     const base = { file, line: l.line, firstLine: l.firstLine, raw: l.raw };
+    if (raw !== undefined) {
+      const body = raw.node.children!;
+      if (l.text === '') { body.push({ kind: 'blank', name: '', args: '', ...base }); continue; }
+      if (l.text.startsWith('#')) { body.push({ kind: 'comment', name: '', args: l.text, ...base }); continue; }
+      const cur = new ArgCursor(l.text);
+      const first = cur.word();
+      const lower = first.toLowerCase();
+      if (lower === raw.closer && --raw.depth === 0) {
+        raw.node.close = { line: l.line, raw: l.raw };
+        stack.pop();
+        raw = undefined;
+        continue;
+      }
+      if (lower === raw.opener) raw.depth++;
+      body.push({ kind: 'directive', name: first, args: cur.rest(), ...base });
+      continue;
+    }
     if (l.text === '') { top().push({ kind: 'blank', name: '', args: '', ...base }); continue; }
     if (l.text.startsWith('#')) { top().push({ kind: 'comment', name: '', args: l.text, ...base }); continue; }
     const cur = new ArgCursor(l.text);
@@ -78,9 +102,17 @@ export function parseConfig(source: string, file: string): ConfigNode[] {
       if (missingGt) node.missingGt = true;
       top().push(node);
       stack.push(node);
+      const lower = name.toLowerCase();
+      if (RAW_BODY_SECTIONS.has(lower)) raw = { node, opener: '<' + lower, closer: `</${lower}>`, depth: 1 };
       continue;
     }
     top().push({ kind: 'directive', name: word, args: rest, ...base });
+  }
+  // A raw-body section the file ends in is left to its module (mod_macro: "expected token not
+  // found"); the sections around it are closed as far as the reader is concerned.
+  if (raw !== undefined) {
+    raw.node.unclosed = true;
+    stack.pop();
   }
   if (stack.length && READ_TIME_CONDITIONALS.has(stack[0]!.name.toLowerCase())) {
     for (const open of stack) open.unclosed = true;
