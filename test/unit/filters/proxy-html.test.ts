@@ -66,6 +66,15 @@ test('script and style are text up to their own end tag; DOCTYPE and processing 
   assert.equal(html('<p>a<!-- c -->b</p>'), '<html><body><p>a<!-- c -->b</p></body></html>');
 });
 
+test('the end of the input as libxml2 counts it in bytes: a last ASCII byte is text unchecked, a last non-ASCII character parses as text', () => {
+  // Found by tools/proxy-html-difftest against libxml2.
+  assert.equal(html('<ul><li>\x05'), '<html><body><ul><li>\x05</li></ul></body></html>');
+  assert.equal(html('<ul><li>x\x05'), '<html><body><ul><li>x</li></ul></body></html>');
+  assert.equal(html('<ul><li>\u00e9'), '<html><body><ul><li>\u00e9</li></ul></body></html>');
+  assert.equal(html('<ul><li>\ufffe'), '<html><body><ul><li></li></ul></body></html>');
+  assert.equal(html('<p>a<'), '<html><body><p>a');
+});
+
 test('the same events whatever the chunks the input comes in (but a script end tag cut in two)', () => {
   // libxml2 looks for a script's end tag in what it has: cut inside "</script>" the script
   // runs on to the end of the document, in Apache as here.

@@ -702,10 +702,12 @@ export class HtmlPushParser {
           break;
         }
         case 'content': {
-          if (avail === 1 && term) {
+          // One byte left at the end (libxml2 counts bytes: an ASCII character).
+          if (avail === 1 && term && this.c() < '\x80') {
             const cur = this.c();
             if (cur !== '<' && cur !== '&') {
-              if (!isBlank(cur) && isXmlChar(cur.charCodeAt(0))) {
+              // The last character is reported as it is (no check that XML allows it).
+              if (!isBlank(cur)) {
                 this.checkParagraph();
                 this.sax.characters(cur);
               }
@@ -713,7 +715,8 @@ export class HtmlPushParser {
               break;
             }
           }
-          if (avail < 2) return;
+          // libxml2 counts bytes: one non-ASCII character is two or more.
+          if (avail < 2 && this.c() < '\x80') return;
           const cur = this.c();
           const next = this.c(1);
           const n = this.name;
