@@ -43,7 +43,14 @@ test('mod_http2: h2 (ALPN), h2c (preface, Upgrade) through the request lifecycle
       const want = recorded[key];
       assert.ok(want !== undefined, `${key} recorded`);
       assert.equal(a.status, want.status, `${key}: status`);
-      assert.deepEqual(a.fields, want.fields, `${key}: response fields as Apache's`);
+      // A CGI's response has a Content-Length in both servers only when the script has ended
+      // before its output is first read (httpd's content-length filter then sees EOS in the
+      // first pass): a race, so that field is compared for its value only.
+      const cgi = REQUESTS.find((q) => key.endsWith(`:${q.id}`))?.path.startsWith('/cgi-bin/') === true;
+      const timed = (f: readonly (readonly [string, string])[]): readonly (readonly [string, string])[] => (cgi ? f.filter(([k]) => k !== 'content-length') : f);
+      assert.deepEqual(timed(a.fields), timed(want.fields), `${key}: response fields as Apache's`);
+      const cl = a.fields.find(([k]) => k === 'content-length');
+      if (cgi && cl !== undefined) assert.equal(Number(cl[1]), a.body.length, `${key}: Content-Length`);
       if (want.body !== undefined && !key.endsWith(':ssi')) assert.equal(a.text, want.body, `${key}: body`);
     }
     // What the modules saw: SSI and CGI on HTTP/2 (SERVER_PROTOCOL, HTTP2), the request
