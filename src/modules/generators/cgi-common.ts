@@ -75,6 +75,9 @@ export interface ScriptProcess {
   readonly stderr: Readable;
   /** Called with the error when the script could not be executed. */
   onExecError(fn: (e: NodeJS.ErrnoException) => void): void;
+  /** Settles once stdin may be written to (mod_cgid: the daemon has handed the connection to
+   *  the script); absent when it may be at once. */
+  readonly ready?: Promise<void>;
   /** The request is over: a script still running is stopped. */
   reap(): void;
 }
@@ -349,6 +352,7 @@ export async function cgiHandler(fl: CgiFlavour, r: Request): Promise<HookResult
       for (let b = await r.read(); b !== null; b = await r.read()) {
         if (dbuf.length < keep) dbuf += b.subarray(0, keep - dbuf.length).toString('latin1');
         if (broken) continue; // the script stopped reading: the rest is soaked up
+        if (child.ready !== undefined) await child.ready.catch(() => undefined);
         const e = await writeAll(stdin, b, timeout);
         if (e !== undefined) {
           broken = true;

@@ -1,35 +1,30 @@
-// mod_cgid's CGI daemon (cgid_server in modules/generators/mod_cgid.c) and the handler's side
-// of its socket. The server's first process (the parent, or the -X process) starts the daemon
-// before it serves; the daemon binds the ScriptSock Unix socket (mode 0700, owned by User when
-// started as root), drops to User/Group and, for each connection, runs the script the request
-// describes, so the serving processes never fork.
+// mod_cgid's CGI daemon (cgid_server in modules/generators/mod_cgid.c): the process the
+// server's first process (the parent, or the -X process) starts before it serves. It binds the
+// ScriptSock Unix socket (mode 0700, owned by User when started as root), drops to User/Group
+// and runs the scripts the handlers describe, so the serving processes never fork: forking a
+// process costs in proportion to its memory, and a serving process is large.
 //
-// The exchange on one connection:
-//   handler -> daemon: a 4-byte big-endian length and a JSON request (script, argv, cwd,
-//                      environment), then the request body; half-closing the connection ends
-//                      the script's stdin.
-//   daemon -> handler: frames of one type byte and a 4-byte length: 'O' stdout bytes, 'E' stderr
-//                      bytes, 'o' end of stdout, 'e' end of stderr, 'X' exec failure (JSON errno),
-//                      'P' the script's pid once it runs, 'x' its exit.
-// A handler done with a script that has not exited stops it (SIGTERM, then SIGKILL), as httpd's
-// cleanup_script does with the pid the daemon reported; the daemon does the same when the
-// handler's connection fails.
-// DIFFERENCE: httpd's daemon hands the connection itself to the script as stdin and stdout and
-// receives the handler's stderr descriptor over the socket; Node cannot pass descriptors over a
-// Unix socket, so this daemon relays the three streams in frames (docs/differences.md).
+// This file is the daemon's whole program and imports only Node's net, fs and child_process,
+// so the process stays small (its fork per script is what it exists to make cheap).
+//
+// Two kinds of connection (the handler's side is cgid-client.ts):
+//   control  one per serving process, opened with the request {"control":true}; the daemon
+//            answers with an 'I' frame carrying the process's link id. On it the daemon reports,
+//            per script: 'P' it runs (its pid), 'X' it could not be executed (JSON errno),
+//            'E' bytes of its stderr, 'e' the end of its stderr, 'x' its exit. The handler sends
+//            'K' to stop a script its request no longer needs (SIGTERM, then SIGKILL 3 s later,
+//            httpd's cleanup_nonchild_process); a control connection that closes stops that
+//            link's scripts the same way.
+//   data     one per script: the request (link id, sequence number, file, argv, cwd,
+//            environment) and nothing more until the handler has seen 'P'; the connection
+//            itself then becomes the script's stdin and stdout, as httpd's daemon hands it over,
+//            so the output goes to the handler without passing through the daemon.
+// Every message is a 4-byte big-endian length and JSON (requests), or a frame of one type
+// byte, a 4-byte sequence number and a 4-byte length (the control connection's reports).
 
 import * as net from 'node:net';
 import * as fs from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { PassThrough, type Readable, type Writable } from 'node:stream';
-
-/** What the handler asks the daemon to run. */
-export interface CgidRequest {
-  readonly file: string;
-  readonly argv: readonly string[];
-  readonly cwd: string;
-  readonly env: Record<string, string>;
-}
 
 /** How the parent starts the daemon (passed in the environment, as JSON). */
 export interface CgidDaemonOptions {
@@ -40,23 +35,34 @@ export interface CgidDaemonOptions {
   readonly gid: number | null;
 }
 
+/** A data connection's request: the script and where its reports go. */
+export interface CgidRequest {
+  /** The link id of the serving process's control connection, and this script's number on it. */
+  readonly link: number;
+  readonly seq: number;
+  readonly file: string;
+  readonly argv: readonly string[];
+  readonly cwd: string;
+  readonly env: Record<string, string>;
+}
+
 export const DAEMON_ENV = 'PLUME_CGID_DAEMON';
 const KILL_GRACE_MS = 3000;
 const MAX_REQUEST = 16 * 1024 * 1024;
 
-function frame(type: string, payload: Buffer): Buffer {
-  const h = Buffer.allocUnsafe(5);
-  h[0] = type.charCodeAt(0);
-  h.writeUInt32BE(payload.length, 1);
-  return payload.length === 0 ? h : Buffer.concat([h, payload]);
+export function frame(type: string, seq: number, payload: Buffer | null): Buffer {
+  const n = payload === null ? 0 : payload.length;
+  const b = Buffer.allocUnsafe(9 + n);
+  b[0] = type.charCodeAt(0);
+  b.writeUInt32BE(seq >>> 0, 1);
+  b.writeUInt32BE(n, 5);
+  if (payload !== null) payload.copy(b, 9);
+  return b;
 }
 
-// ---- the daemon --------------------------------------------------------------------------------
-
-function serveConnection(conn: net.Socket): void {
+/** Reads one length-prefixed JSON message from a fresh connection, then stops reading. */
+function readRequest(conn: net.Socket, done: (msg: unknown, rest: Buffer) => void): void {
   let head: Buffer = Buffer.alloc(0);
-  let child: ChildProcess | null = null;
-  let exited = false;
   const onData = (d: Buffer): void => {
     head = head.length === 0 ? d : Buffer.concat([head, d]);
     if (head.length < 4) return;
@@ -64,51 +70,117 @@ function serveConnection(conn: net.Socket): void {
     if (len > MAX_REQUEST) { conn.destroy(); return; }
     if (head.length < 4 + len) return;
     conn.off('data', onData);
-    let req: CgidRequest;
+    conn.pause();
+    let msg: unknown;
     try {
-      req = JSON.parse(head.subarray(4, 4 + len).toString('utf8')) as CgidRequest;
+      msg = JSON.parse(head.subarray(4, 4 + len).toString('utf8'));
     } catch {
       conn.destroy();
       return;
     }
-    const rest = head.subarray(4 + len);
-    child = run(conn, req, rest, () => { exited = true; });
+    done(msg, head.subarray(4 + len));
   };
   conn.on('data', onData);
-  conn.on('error', () => { /* the handler went away: see close */ });
-  conn.on('close', () => {
-    const c = child;
-    if (c === null || exited || c.pid === undefined) return;
-    c.kill('SIGTERM');
-    const t = setTimeout(() => { if (!exited) c.kill('SIGKILL'); }, KILL_GRACE_MS);
-    t.unref();
-    c.once('exit', () => clearTimeout(t));
-  });
 }
 
-function run(conn: net.Socket, req: CgidRequest, first: Buffer, onExit: () => void): ChildProcess {
-  const child = spawn(req.file, req.argv.slice(1), {
-    argv0: req.argv[0], cwd: req.cwd, env: req.env, stdio: ['pipe', 'pipe', 'pipe'],
+// ---- the daemon --------------------------------------------------------------------------------
+
+interface Running { child: ChildProcess; exited: boolean }
+
+/** A serving process's control connection and its scripts still running. */
+interface Link { conn: net.Socket; scripts: Map<number, Running> }
+
+const links = new Map<number, Link>();
+let nextLink = 1;
+
+function stop(r: Running): void {
+  if (r.exited) return;
+  r.child.kill('SIGTERM');
+  const t = setTimeout(() => { if (!r.exited) r.child.kill('SIGKILL'); }, KILL_GRACE_MS);
+  t.unref();
+  r.child.once('exit', () => clearTimeout(t));
+}
+
+function serveControl(conn: net.Socket, rest: Buffer): void {
+  const id = nextLink++;
+  const link: Link = { conn, scripts: new Map() };
+  links.set(id, link);
+  let buf: Buffer = rest;
+  const take = (): void => {
+    while (buf.length >= 9) {
+      const n = buf.readUInt32BE(5);
+      if (buf.length < 9 + n) break;
+      const type = buf[0];
+      const seq = buf.readUInt32BE(1);
+      buf = buf.subarray(9 + n);
+      if (type === 0x4b /* K */) {
+        const r = link.scripts.get(seq);
+        if (r !== undefined) stop(r);
+      }
+    }
+  };
+  conn.on('data', (d: Buffer) => { buf = buf.length === 0 ? d : Buffer.concat([buf, d]); take(); });
+  conn.resume();
+  conn.on('error', () => { /* the serving process went away: see close */ });
+  conn.on('close', () => {
+    links.delete(id);
+    for (const r of link.scripts.values()) stop(r);
   });
-  const send = (type: string, payload: Buffer): void => { if (!conn.destroyed) conn.write(frame(type, payload)); };
-  // The connection ends once stdout and stderr have ended and the script has exited.
-  let open = 3;
-  const ended = (): void => { if (--open === 0) conn.end(); };
-  child.on('error', (e: NodeJS.ErrnoException) => {
+  conn.write(frame('I', id, null));
+  take();
+}
+
+function serveData(conn: net.Socket, req: CgidRequest, rest: Buffer): void {
+  const link = links.get(req.link);
+  // The handler sends nothing past the request before 'P'; anything else is not ours.
+  if (link === undefined || rest.length > 0) { conn.destroy(); return; }
+  const send = (type: string, payload: Buffer | null): void => {
+    if (!link.conn.destroyed) link.conn.write(frame(type, req.seq, payload));
+  };
+  const failed = (e: NodeJS.ErrnoException): void => {
     send('X', Buffer.from(JSON.stringify({ code: e.code, errno: e.errno, message: e.message })));
-    if (child.pid === undefined) ended();
+    send('e', null);
+    send('x', null);
+  };
+  let child: ChildProcess;
+  try {
+    child = spawn(req.file, req.argv.slice(1), {
+      argv0: req.argv[0], cwd: req.cwd, env: req.env, stdio: [conn, conn, 'pipe'],
+    });
+  } catch (e) {
+    conn.destroy();
+    failed(e as NodeJS.ErrnoException);
+    return;
+  }
+  // The script holds the connection now; the daemon's copy is closed (not shut down).
+  conn.destroy();
+  if (child.pid === undefined) {
+    child.once('error', failed);
+    return;
+  }
+  const r: Running = { child, exited: false };
+  link.scripts.set(req.seq, r);
+  send('P', Buffer.from(String(child.pid)));
+  let open = 2;
+  const finished = (): void => {
+    if (--open > 0) return;
+    link.scripts.delete(req.seq);
+    send('x', null);
+  };
+  const err = child.stderr!;
+  err.on('data', (d: Buffer) => send('E', d));
+  err.on('end', () => { send('e', null); finished(); });
+  err.on('error', () => { /* ends too */ });
+  child.on('error', () => { /* a kill that came too late */ });
+  child.on('exit', () => { r.exited = true; finished(); });
+}
+
+function serveConnection(conn: net.Socket): void {
+  conn.on('error', () => { /* the handler went away */ });
+  readRequest(conn, (msg, rest) => {
+    if (msg !== null && typeof msg === 'object' && (msg as { control?: unknown }).control === true) serveControl(conn, rest);
+    else serveData(conn, msg as CgidRequest, rest);
   });
-  child.on('exit', () => { onExit(); send('x', Buffer.alloc(0)); ended(); });
-  if (child.pid !== undefined) send('P', Buffer.from(String(child.pid)));
-  child.stdout!.on('data', (d: Buffer) => send('O', d));
-  child.stdout!.on('end', () => { send('o', Buffer.alloc(0)); ended(); });
-  child.stderr!.on('data', (d: Buffer) => send('E', d));
-  child.stderr!.on('end', () => { send('e', Buffer.alloc(0)); ended(); });
-  const stdin = child.stdin!;
-  stdin.on('error', () => { /* the script stopped reading */ });
-  if (first.length > 0) stdin.write(first);
-  conn.pipe(stdin);
-  return child;
 }
 
 /** The daemon process's main: bind, drop privileges, serve until told to stop. */
@@ -117,9 +189,9 @@ export function daemonMain(opts: CgidDaemonOptions): void {
   // A socket left by an earlier daemon of this parent (a restart) is replaced, as httpd unlinks
   // the name before binding.
   try { fs.unlinkSync(opts.sock); } catch { /* none */ }
-  const server = net.createServer({ allowHalfOpen: true }, serveConnection);
+  const server = net.createServer({ allowHalfOpen: true, pauseOnConnect: false }, serveConnection);
   const old = process.umask(0o077);
-  server.listen(opts.sock, () => {
+  server.listen({ path: opts.sock, backlog: 511 }, () => {
     process.umask(old);
     let ino = -1;
     try {
@@ -134,16 +206,16 @@ export function daemonMain(opts: CgidDaemonOptions): void {
       process.stderr.write(`cgid: ${String(e)}\n`);
       process.exit(1);
     }
-    const stop = (): void => {
+    const quit = (): void => {
       // Only its own socket: a newer daemon may have bound the same name since.
       try { if (fs.statSync(opts.sock).ino === ino) fs.unlinkSync(opts.sock); } catch { /* gone */ }
       process.exit(0);
     };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-    process.on('SIGHUP', stop);
+    process.on('SIGTERM', quit);
+    process.on('SIGINT', quit);
+    process.on('SIGHUP', quit);
     // The parent went away without stopping us (the IPC channel closed).
-    process.on('disconnect', stop);
+    process.on('disconnect', quit);
     process.send?.('ready');
   });
   server.on('error', (e: NodeJS.ErrnoException) => {
@@ -151,101 +223,6 @@ export function daemonMain(opts: CgidDaemonOptions): void {
     process.send?.({ error: e.code ?? String(e), errno: e.errno ?? 0 });
     process.exit(1);
   });
-}
-
-// ---- the handler's side -------------------------------------------------------------------------
-
-/** A script run by the daemon, as the handler sees it (the shape of a spawned child's pipes). */
-export interface DaemonScript {
-  readonly stdin: Writable;
-  readonly stdout: Readable;
-  readonly stderr: Readable;
-  /** The exec failure the daemon reported. */
-  onExecError(fn: (e: NodeJS.ErrnoException) => void): void;
-  /** Ends the exchange; a script still running is stopped by the daemon. */
-  close(): void;
-}
-
-/** Connects to the daemon (retrying while it starts) and sends the request. */
-export async function runThroughDaemon(sock: string, req: CgidRequest, attempts: number): Promise<DaemonScript> {
-  let conn: net.Socket | undefined;
-  let lastErr: NodeJS.ErrnoException | undefined;
-  for (let i = 0; i < attempts && conn === undefined; i++) {
-    if (i > 0) await new Promise((res) => setTimeout(res, Math.min(100 * 2 ** (i - 1), 1000)));
-    try {
-      conn = await new Promise<net.Socket>((resolve, reject) => {
-        const c = net.createConnection({ path: sock, allowHalfOpen: true });
-        c.once('connect', () => { c.off('error', reject); resolve(c); });
-        c.once('error', reject);
-      });
-    } catch (e) {
-      lastErr = e as NodeJS.ErrnoException;
-    }
-  }
-  if (conn === undefined) throw lastErr ?? new Error('cgid');
-  const c = conn;
-  const json = Buffer.from(JSON.stringify(req), 'utf8');
-  const len = Buffer.allocUnsafe(4);
-  len.writeUInt32BE(json.length, 0);
-  c.write(Buffer.concat([len, json]));
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let execError: ((e: NodeJS.ErrnoException) => void) | null = null;
-  let pendingError: NodeJS.ErrnoException | null = null;
-  let buf: Buffer = Buffer.alloc(0);
-  let outEnded = false;
-  let errEnded = false;
-  let pid = 0;
-  let exited = false;
-  const endAll = (): void => {
-    if (!outEnded) { outEnded = true; stdout.end(); }
-    if (!errEnded) { errEnded = true; stderr.end(); }
-  };
-  c.on('data', (d: Buffer) => {
-    buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
-    while (buf.length >= 5) {
-      const n = buf.readUInt32BE(1);
-      if (buf.length < 5 + n) break;
-      const type = String.fromCharCode(buf[0]!);
-      const payload = buf.subarray(5, 5 + n);
-      buf = buf.subarray(5 + n);
-      switch (type) {
-        case 'O': if (!outEnded) stdout.write(payload); break;
-        case 'E': if (!errEnded) stderr.write(payload); break;
-        case 'o': if (!outEnded) { outEnded = true; stdout.end(); } break;
-        case 'e': if (!errEnded) { errEnded = true; stderr.end(); } break;
-        case 'P': pid = Number(payload.toString('latin1')); break;
-        case 'x': exited = true; break;
-        case 'X': {
-          const j = JSON.parse(payload.toString('utf8')) as { code?: string; errno?: number; message: string };
-          const e = Object.assign(new Error(j.message), { code: j.code, errno: j.errno }) as NodeJS.ErrnoException;
-          if (execError) execError(e); else pendingError = e;
-          break;
-        }
-        default: break;
-      }
-    }
-  });
-  c.on('end', endAll);
-  c.on('close', endAll);
-  c.on('error', () => { /* the daemon went away: the streams end */ });
-  return {
-    stdin: c,
-    stdout,
-    stderr,
-    onExecError(fn) {
-      execError = fn;
-      if (pendingError !== null) { const e = pendingError; pendingError = null; fn(e); }
-    },
-    close() {
-      c.destroy();
-      if (pid <= 0 || exited) return;
-      const p = pid;
-      try { process.kill(p, 'SIGTERM'); } catch { return; }
-      const t = setTimeout(() => { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } }, KILL_GRACE_MS);
-      t.unref();
-    },
-  };
 }
 
 if (process.env[DAEMON_ENV] !== undefined && process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/^.*\//, '/'))) {

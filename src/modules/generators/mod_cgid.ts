@@ -3,7 +3,8 @@
 // set, CGIDScriptTimeout and ScriptSock. The server's first process starts the CGI daemon
 // (cgid-daemon.ts) before it serves: it listens on the ScriptSock Unix socket (its name ends
 // with the parent's pid; mode 0700, owned by User), runs as User/Group and runs the scripts the
-// handlers describe to it, so serving processes do not fork. The socket is removed when the
+// handlers describe to it (cgid-client.ts), so serving processes do not fork. A daemon that
+// dies is started again (AH01239, as httpd's cgid_maint does); the socket is removed when the
 // server stops. The handler's work (environment, headers, body, ScriptLog) is cgi-common.ts's.
 import {
   defineModule, directive, DECLINED, MODULE_API_VERSION, RSRC_CONF,
@@ -23,7 +24,8 @@ import type { ConfigContext } from '../../server/config/context.js';
 import { APLOG_CRIT, APLOG_ERR } from '../../server/log/levels.js';
 import { errnoOf } from '../../server/log/error-log.js';
 import { unixdConfig, lookupName, idFromNumber } from '../arch/unix/mod_unixd.js';
-import { DAEMON_ENV, runThroughDaemon, type CgidDaemonOptions } from './cgid-daemon.js';
+import { DAEMON_ENV, type CgidDaemonOptions } from './cgid-daemon.js';
+import { runThroughDaemon } from './cgid-client.js';
 
 /** httpd's DEFAULT_SCRIPTSOCK, under DefaultRuntimeDir. */
 const DEFAULT_SCRIPTSOCK = 'cgisock';
@@ -75,7 +77,11 @@ async function startDaemon(ctx: ConfigContext): Promise<void> {
   const child = fork(DAEMON_JS, [], {
     env: { ...process.env, [DAEMON_ENV]: JSON.stringify(opts) },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    execArgv: [],
+    // Its own process group: a terminal's ^C reaches the server, which stops the daemon itself
+    // (the daemon also goes when the parent's IPC channel closes).
+    detached: true,
+    // A small young generation keeps the daemon's memory, and so each fork, small.
+    execArgv: ['--max-semi-space-size=1'],
   });
   const result = await new Promise<{ error: string; errno: number } | null>((resolve) => {
     child.once('message', (m: unknown) => resolve(m === 'ready' ? null : (m as { error: string; errno: number })));
@@ -90,7 +96,15 @@ async function startDaemon(ctx: ConfigContext): Promise<void> {
   }
   child.unref();
   child.channel?.unref();
-  daemon = { child, sock, ctx };
+  const d = { child, sock, ctx };
+  daemon = d;
+  // cgid_maint: a daemon that dies while the server runs is started again.
+  child.once('exit', () => {
+    if (daemon !== d) return;
+    daemon = null;
+    log.write({ module: 'cgid', level: APLOG_ERR, message: 'AH01239: cgid daemon process died, restarting' });
+    void startDaemon(ctx);
+  });
 }
 
 /** Stops the daemon and waits for it; its socket is removed (by the daemon, or here when the
@@ -119,7 +133,8 @@ const CONNECT_ATTEMPTS = 5;
 async function startScript(r: Request, argv: string[], env: Record<string, string>, cwd: string) {
   try {
     const s = await runThroughDaemon(scriptSockPath(r.rt.ctx), { file: argv[0] ?? r.filename, argv, cwd, env }, CONNECT_ATTEMPTS);
-    return { stdin: s.stdin, stdout: s.stdout, stderr: s.stderr, onExecError: s.onExecError, reap: () => { s.close(); } };
+    s.ready.catch(() => { /* the body loop sees it */ });
+    return { stdin: s.stdin, stdout: s.stdout, stderr: s.stderr, ready: s.ready, onExecError: s.onExecError, reap: () => { s.close(); } };
   } catch (e) {
     r.log('cgid', APLOG_ERR, `AH01257: stderr from ${r.filename}: unable to connect to cgi daemon after multiple tries`, r.rt.errno(e));
     return 503;
