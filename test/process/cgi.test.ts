@@ -1,6 +1,7 @@
 // mod_cgi and mod_cgid run for real under bin/plume: the ScriptLog of failed scripts (its
-// length limit and the posted data it keeps), mod_cgid's own log identity, and a script that
-// hangs past CGIScriptTimeout is answered with 504 and then stopped, not left running.
+// length limit and the posted data it keeps), mod_cgid's own log identity, its daemon started
+// again when it dies, and a script that hangs past CGIScriptTimeout is answered with 504 and
+// then stopped, not left running.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -106,6 +107,17 @@ test('mod_cgid: the daemon on ScriptSock runs the scripts; its own log identity;
     assert.ok(!srv.workers().filter((w) => w !== daemonPid).includes(daemonPid));
     assert.match(fs.readFileSync(`/proc/${daemonPid}/cmdline`, 'latin1'), /cgid-daemon\.js/);
     assert.equal(Number(fs.readFileSync(`/proc/${daemonPid}/status`, 'latin1').match(/^PPid:\s+(\d+)/m)![1]), srv.pid);
+    // A daemon that dies is started again, as httpd's cgid_maint does; the serving processes
+    // reconnect to the new one.
+    process.kill(daemonPid, 'SIGKILL');
+    await waitFor('the daemon restarted', () => fs.readFileSync(site.errorLog, 'utf8').includes('AH01239: cgid daemon process died, restarting'), 10000);
+    assert.match(fs.readFileSync(site.errorLog, 'utf8'), /\[cgid:error\] \[pid \d+(:tid \d+)?\] AH01239: cgid daemon process died, restarting/);
+    const again = await request(site.port, '/cgi-bin/who.cgi', 'again\n');
+    assert.equal(again.status, 200, again.body);
+    const m2 = /^ppid=(\d+) uid=(\d+) body=again$/m.exec(again.body);
+    assert.ok(m2, again.body);
+    assert.notEqual(Number(m2[1]), daemonPid);
+    assert.equal(m2[2], m[2]);
     const res = await request(site.port, '/cgi-bin/hang.cgi');
     assert.equal(res.status, 504);
     assert.match(res.body, /Gateway Timeout/);

@@ -114,6 +114,8 @@ async function openLink(sock: string, attempts: number): Promise<Link> {
       }
     });
     conn.on('error', () => { /* see close */ });
+    // The daemon went away (it does not half-close a control connection).
+    conn.on('end', () => { conn.destroy(); });
     conn.on('close', () => {
       if (l === null) reject(Object.assign(new Error('the cgi daemon closed the connection'), { code: 'ECONNRESET', errno: -104 }));
       else dropLink(l);

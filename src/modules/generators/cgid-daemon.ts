@@ -91,7 +91,9 @@ interface Running { child: ChildProcess; exited: boolean }
 interface Link { conn: net.Socket; scripts: Map<number, Running> }
 
 const links = new Map<number, Link>();
-let nextLink = 1;
+// Link ids differ from one daemon to the next, so a request that reaches a restarted daemon
+// with its predecessor's link id is not taken for another process's.
+let nextLink = (Math.random() * 0x7fffffff) >>> 0;
 
 function stop(r: Running): void {
   if (r.exited) return;
@@ -102,7 +104,8 @@ function stop(r: Running): void {
 }
 
 function serveControl(conn: net.Socket, rest: Buffer): void {
-  const id = nextLink++;
+  const id = nextLink;
+  nextLink = (nextLink + 1) >>> 0;
   const link: Link = { conn, scripts: new Map() };
   links.set(id, link);
   let buf: Buffer = rest;
@@ -122,6 +125,7 @@ function serveControl(conn: net.Socket, rest: Buffer): void {
   conn.on('data', (d: Buffer) => { buf = buf.length === 0 ? d : Buffer.concat([buf, d]); take(); });
   conn.resume();
   conn.on('error', () => { /* the serving process went away: see close */ });
+  conn.on('end', () => { conn.destroy(); });
   conn.on('close', () => {
     links.delete(id);
     for (const r of link.scripts.values()) stop(r);
