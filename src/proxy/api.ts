@@ -13,6 +13,7 @@ import type { Request } from '../server/request/request.js';
 import type { ServerRec } from '../server/server-rec.js';
 import type { ConfigContext } from '../server/config/context.js';
 import type { Brigade } from '../server/filters.js';
+import type { TcpStream } from '../server/http/tcp-stream.js';
 
 // ---- r->proxyreq ------------------------------------------------------------------------------
 /** PROXYREQ_*: what kind of proxy request a request is (Request.proxyreq). */
@@ -168,8 +169,12 @@ export interface ProxyWorkerParams {
 /** An idle or in-use connection to a backend (proxy_conn_rec). */
 export interface ProxyConn {
   readonly worker: ProxyWorker;
-  /** The socket (a TLS socket over it once TLS is on); null before connect. */
+  /** The socket (a TLS socket over it once TLS is on); null before connect, and when the
+   *  connection is a plain stream (`stream`). */
   socket: net.Socket | null;
+  /** The connection as a plain stream driven on its libuv handle, without a net.Socket, when
+   *  connectBackend was asked for one (`plain`) and could make it; null otherwise. */
+  stream: TcpStream | null;
   /** Host and port connected to (after determineConnection), the unix socket path, or the
    *  ProxyRemote host and port when one forwards the request. */
   hostname: string;
@@ -435,6 +440,24 @@ export interface BackendReader {
   unread(b: Buffer): void;
 }
 
+/** What the CGI-like schemes (fcgi, scgi, uwsgi) use of a backend connection, which is a plain
+ *  stream (ProxyConn.stream) or a net.Socket: bytes written (false: wait for 'drain'; a failed
+ *  write destroys it) and read. */
+export interface ByteStream {
+  readonly destroyed: boolean;
+  /** The error it was destroyed with. */
+  readonly errored: Error | null;
+  write(data: Buffer): boolean;
+  on(event: 'data', fn: (data: Buffer) => void): unknown;
+  on(event: 'error', fn: (err: Error) => void): unknown;
+  on(event: 'end' | 'close' | 'drain', fn: () => void): unknown;
+  off(event: 'end' | 'close' | 'drain', fn: () => void): unknown;
+  pause(): unknown;
+  resume(): unknown;
+  isPaused(): boolean;
+  destroy(): unknown;
+}
+
 export class ProxyIoError extends Error {
   constructor(readonly kind: 'timeout' | 'closed' | 'toolong' | 'reset', message: string) { super(message); }
 }
@@ -471,8 +494,11 @@ export interface ProxyApi {
   /** ap_proxy_connect_backend + ap_proxy_connection_create: connects (connectiontimeout, source
    *  address) unless the pooled socket is still up, then TLS through the "ssl_proxy" provider
    *  for an SSL connection. OK; 503 when the connection failed (AH00957, worker put in error
-   *  for retry= seconds with AH00959); 502 when TLS failed (the ssl_proxy provider's line). */
-  connectBackend(proxyFunction: string, conn: ProxyConn, worker: ProxyWorker, r: Request): number | Promise<number>;
+   *  for retry= seconds with AH00959); 502 when TLS failed (the ssl_proxy provider's line).
+   *  `plain`: the caller only writes and reads bytes and closes the connection after one
+   *  exchange (a CGI-like scheme without reuse): a connection without TLS to an IP address or
+   *  a unix socket is then made as `conn.stream` (no net.Socket: cheaper to make and to close). */
+  connectBackend(proxyFunction: string, conn: ProxyConn, worker: ProxyWorker, r: Request, plain?: boolean): number | Promise<number>;
   /** A reader over the connection (it consumes conn.pending first; timeouts from the worker or
    *  ProxyTimeout or Timeout, as httpd's, or `timeoutMs` when given: ping=). */
   reader(conn: ProxyConn, r: Request, timeoutMs?: number): BackendReader;

@@ -4,7 +4,7 @@
 // came within the time. The socket is paused while unread data waits, so a fast backend
 // is held back by a slow client (backpressure), never buffered whole.
 
-import type { Duplex } from 'node:stream';
+import type { ByteStream } from '../../proxy/api.js';
 
 /** The most unread bytes held before the socket is paused. */
 const HIGH_WATER = 64 * 1024;
@@ -16,7 +16,7 @@ export class BackendReader {
   private error: Error | undefined;
   private wake: (() => void) | undefined;
 
-  constructor(private readonly sock: Duplex) {
+  constructor(private readonly sock: ByteStream) {
     sock.on('data', (d: Buffer) => {
       this.queue.push(d);
       this.queued += d.length;
@@ -83,17 +83,22 @@ export class BackendReader {
   }
 }
 
-/** Writes to the backend and waits until the socket took it (or failed). The pieces of a
- *  list go out together (one writev where the stream can cork). */
-export function writeTo(sock: Duplex, data: Buffer | readonly Buffer[]): Promise<Error | undefined> {
+const CLOSED = new Error('socket closed');
+
+/** Writes to the backend: resolves once the stream took the bytes (at once unless it holds
+ *  more than its high-water mark: then on 'drain'), with the error when the write failed (a
+ *  failed write destroys the stream). The pieces of a list go out as one write. */
+export function writeTo(sock: ByteStream, data: Buffer | readonly Buffer[]): Promise<Error | undefined> {
+  if (sock.destroyed) return Promise.resolve(sock.errored ?? CLOSED);
+  const buf = Buffer.isBuffer(data) ? data : data.length === 1 ? data[0]! : Buffer.concat(data);
+  if (buf.length === 0) return Promise.resolve(undefined);
+  const ok = sock.write(buf);
+  if (sock.destroyed) return Promise.resolve(sock.errored ?? CLOSED);
+  if (ok) return Promise.resolve(undefined);
   return new Promise((res) => {
-    if (sock.destroyed || sock.writableEnded) { res(new Error('socket closed')); return; }
-    const list = Buffer.isBuffer(data) ? [data] : data;
-    if (list.length === 0) { res(undefined); return; }
-    const cork = list.length > 1 && typeof sock.cork === 'function';
-    if (cork) sock.cork();
-    for (let i = 0; i < list.length - 1; i++) sock.write(list[i]!);
-    sock.write(list[list.length - 1]!, (e) => res(e ?? undefined));
-    if (cork) sock.uncork();
+    const drained = (): void => { sock.off('close', closed); res(undefined); };
+    const closed = (): void => { sock.off('drain', drained); res(sock.errored ?? CLOSED); };
+    sock.on('drain', drained);
+    sock.on('close', closed);
   });
 }

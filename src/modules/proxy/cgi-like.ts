@@ -3,7 +3,7 @@
 // it to the backend as it is read, reading the backend's header lines from the socket, and
 // streaming the rest of the socket to the client until the backend closes.
 
-import type { Duplex } from 'node:stream';
+import type { ByteStream } from '../../proxy/api.js';
 import type { Request } from '../../server/request/request.js';
 import { OK } from '../../server/module.js';
 import { APLOG_INFO } from '../../server/log/levels.js';
@@ -32,7 +32,7 @@ export function setupClientBlockChunkedError(r: Request): { status: number; rema
  *  503 when the backend does not take it (`sendFailed` logs), 500 when the client's body
  *  cannot be read (`readFailed` logs). */
 export async function sendBody(
-  r: Request, sock: Duplex, remaining: number,
+  r: Request, sock: ByteStream, remaining: number,
   sendFailed: (e: { code: number; text: string } | undefined) => void, readFailed: () => void,
 ): Promise<number> {
   if (remaining <= 0) return OK;

@@ -4,7 +4,6 @@
 // a script's response header then streamed to the client piece by piece, STDERR lines logged
 // (AH01071), END_REQUEST; errors mapped to statuses and log lines as httpd maps them.
 
-import type { Duplex } from 'node:stream';
 import type { Request } from '../../server/request/request.js';
 import { OK } from '../../server/module.js';
 import { APLOG_ERR, APLOG_TRACE1, APLOG_WARNING } from '../../server/log/levels.js';
@@ -15,6 +14,7 @@ import {
   encodeBeginRequest, encodeParams, encodeStream,
 } from '../../proxy/protocols/fcgi.js';
 import { BackendReader, writeTo } from './backend-reader.js';
+import type { ByteStream } from '../../proxy/api.js';
 
 export const MODULE = 'proxy_fcgi';
 
@@ -28,7 +28,7 @@ type AprError = { readonly code: number; readonly text: string };
 
 /** What the exchange needs of the backend connection and the worker's settings. */
 export interface FcgiBackend {
-  readonly socket: Duplex;
+  readonly socket: ByteStream;
   /** The socket's timeout (worker timeout, ProxyTimeout or Timeout). */
   readonly timeoutMs: number;
   /** ProxyIOBufferSize / io_buffer_size: the most read or sent at a time (8192 by default). */
@@ -80,12 +80,8 @@ export async function fcgiDoRequest(r: Request, b: FcgiBackend, env: Iterable<re
     }
     return dispatch(r, b, NO_BODY, true);
   }
-  const corked = typeof (b.socket as Partial<Pick<Duplex, 'cork'>>).cork === 'function';
-  if (corked) b.socket.cork();
-  const begun = writeTo(b.socket, begin);
-  const sent = writeTo(b.socket, params.records);
-  if (corked) b.socket.uncork();
-  let e = await begun;
+  // One write: a failure is the first record's (AH01073), as httpd's first send would fail.
+  const e = await writeTo(b.socket, [begin, ...params.records]);
   if (e !== undefined) {
     r.log(MODULE, APLOG_ERR, `AH01073: Failed Writing Request to ${b.serverPortStr}:`, r.rt.errno(e));
     return { status: 503, close: true };
@@ -93,11 +89,6 @@ export async function fcgiDoRequest(r: Request, b: FcgiBackend, env: Iterable<re
   // Step 2: the environment.
   for (const name of params.skipped) {
     r.log(MODULE, APLOG_WARNING, `AH02536: couldn't encode envvar '${name}' in ${FCGI_PARAMS_RECORD_LIMIT} bytes`);
-  }
-  e = await sent;
-  if (e !== undefined) {
-    r.log(MODULE, APLOG_ERR, `AH01074: Failed writing Environment to ${b.serverPortStr}:`, r.rt.errno(e));
-    return { status: 503, close: true };
   }
   return dispatch(r, b, body, false);
 }

@@ -139,7 +139,7 @@ export async function fcgiHandle(r: Request, call: SchemeCall, proxyname = '(nul
   // Connections are not reused unless disablereuse=Off was given on purpose: a FastCGI
   // server may not expect parallel requests on one connection.
   const keep = call.reuseAsked;
-  const conn = await call.connect();
+  const conn = await call.connect(!keep);
   if ('failed' in conn) {
     call.release(true);
     if (conn.stage !== 'connect') return conn.failed;

@@ -42,7 +42,7 @@ export async function scgiHandle(r: Request, call: SchemeCall): Promise<number> 
     if (r.wantsLog(MODULE, APLOG_DEBUG)) r.log(MODULE, APLOG_DEBUG, `AH00865: declining URL ${url}`);
     return DECLINED;
   }
-  const conn = await call.connect();
+  const conn = await call.connect(true);
   if ('failed' in conn) {
     call.release(true);
     if (conn.stage !== 'connect') return conn.failed;

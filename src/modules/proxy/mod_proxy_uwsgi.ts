@@ -57,7 +57,7 @@ export async function uwsgiHandle(r: Request, call: SchemeCall): Promise<number>
   // httpd decodes the path inside r->filename itself.
   r.filename = pi.filename;
   r.subprocessEnv.set('PATH_INFO', pi.pathInfo);
-  const conn = await call.connect();
+  const conn = await call.connect(true);
   if ('failed' in conn) {
     call.release(true);
     if (conn.stage !== 'connect') return conn.failed;

@@ -4,7 +4,7 @@
 // turn a header of the answer into a file subrequest or an internal redirect, done once the
 // backend connection is closed (httpd's proxy request_status hook).
 
-import type { Duplex } from 'node:stream';
+import type { ByteStream } from '../../proxy/api.js';
 import type { Request } from '../../server/request/request.js';
 import type { CmdParms } from '../../server/config/cmd.js';
 import { OK } from '../../server/module.js';
@@ -67,7 +67,7 @@ export type ScgiFollowUp =
   | { readonly type: 'sendfile'; readonly location: string };
 
 export interface ScgiBackend {
-  readonly socket: Duplex;
+  readonly socket: ByteStream;
   readonly hostname: string;
   readonly port: number;
   readonly timeoutMs: number;

@@ -5,15 +5,14 @@
 // ap_proxy_connect_backend, with mod_proxy's own log lines) and its release. schemeCall()
 // builds one from mod_proxy's "proxy_api" provider.
 
-import type { Duplex } from 'node:stream';
 import type { Request } from '../../server/request/request.js';
 import { OK } from '../../server/module.js';
 import { coreDir } from '../../server/core/core-module.js';
 import { getServerPort, httpScheme } from '../../server/core/server-name.js';
-import type { ProxyApi, ProxyConn, ProxyServerConf, ProxyWorker } from '../../proxy/api.js';
+import type { ByteStream, ProxyApi, ProxyConn, ProxyServerConf, ProxyWorker } from '../../proxy/api.js';
 
 export interface SchemeConnection {
-  readonly socket: Duplex;
+  readonly socket: ByteStream;
   /** The backend's host name as the connection has it (a unix socket's worker: its host part). */
   readonly hostname: string;
   readonly port: number;
@@ -36,8 +35,9 @@ export interface SchemeCall {
   /** ProxyErrorOverride applies to this status (ap_proxy_should_override). */
   shouldOverride(status: number): boolean;
   /** Connects (or takes a pooled connection); a status when that failed, mod_proxy's own
-   *  lines (AH00957, AH02454...) already logged; `hostname`/`port` for the scheme's line. */
-  connect(): Promise<SchemeConnection | ConnectFailure>;
+   *  lines (AH00957, AH02454...) already logged; `hostname`/`port` for the scheme's line.
+   *  `oneExchange`: the connection is closed after this request (made as a plain stream). */
+  connect(oneExchange: boolean): Promise<SchemeConnection | ConnectFailure>;
   /** Gives the connection back; `close`: do not reuse it. */
   release(close: boolean): void;
 }
@@ -105,7 +105,7 @@ export function schemeCall(
       if (dconf.errorOverrideCodes.length === 0) return status >= 400 && status < 600;
       return dconf.errorOverrideCodes.includes(status);
     },
-    async connect() {
+    async connect(oneExchange) {
       let c = api.acquireConnection(proxyFunction, worker, r.server);
       if (c instanceof Promise) c = await c;
       if (typeof c === 'number') return { failed: c, stage: 'acquire', hostname: worker.hostname, port: worker.port };
@@ -113,7 +113,8 @@ export function schemeCall(
       const st = await api.determineConnection(r, conf, worker, c, url, proxyname, proxyport);
       if (st !== OK) return { failed: st, stage: 'determine', hostname: c.hostname, port: c.port };
       if (!(c.socket !== null && api.isSocketConnected(c))) {
-        const cs = await api.connectBackend(proxyFunction, c, worker, r);
+        const cs = await api.connectBackend(proxyFunction, c, worker, r, oneExchange);
+        if (cs === OK && c.stream !== null) return { socket: c.stream, hostname: c.hostname, port: c.port };
         if (cs !== OK || c.socket === null) return { failed: cs === OK ? 503 : cs, stage: 'connect', hostname: c.hostname, port: c.port };
       }
       if (c.pending !== null && c.pending.length > 0) {

@@ -4,7 +4,7 @@
 // it), the body as it is, then an HTTP/1.x status line and header from the application and
 // the rest streamed until it closes.
 
-import type { Duplex } from 'node:stream';
+import type { ByteStream } from '../../proxy/api.js';
 import type { Request } from '../../server/request/request.js';
 import { OK } from '../../server/module.js';
 import { APLOG_ERR } from '../../server/log/levels.js';
@@ -52,7 +52,7 @@ export function uwsgiPathInfo(r: Request, url: string): { filename: string; path
 }
 
 export interface UwsgiBackend {
-  readonly socket: Duplex;
+  readonly socket: ByteStream;
   readonly hostname: string;
   readonly port: number;
   readonly timeoutMs: number;

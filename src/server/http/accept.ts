@@ -16,10 +16,11 @@
 
 import * as net from 'node:net';
 import * as util from 'node:util';
-import { TcpStream, isTcpHandle, streamWrap, type Transport } from './tcp-stream.js';
+import { TcpStream, isTcpHandle, sharedReadBuffer, streamWrap, type Transport } from './tcp-stream.js';
 
-/** Where every accepted socket reads (only one read runs at a time in a process). */
-const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
+/** Where every accepted socket reads (only one read runs at a time in a process); the proxy's
+ *  backend connections read there too. */
+const READ_BUFFER = sharedReadBuffer;
 
 /** The reader of a socket accepted here, and what arrived before it was attached. */
 const kReader = Symbol('plume.reader');

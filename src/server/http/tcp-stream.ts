@@ -1,4 +1,5 @@
-// An accepted TCP connection driven through its libuv handle, without net.Socket.
+// A TCP (or unix-socket) connection driven through its libuv handle, without net.Socket: the
+// connections the server accepts, and those the proxy makes to a backend (connectStream).
 //
 // Node's net.Socket is a Duplex stream: building one per connection (its readable and
 // writable states, event emitter, async hooks) and tearing it down again cost more CPU than
@@ -15,18 +16,19 @@
 // net.Sockets and everything works as before (streamWrap is null).
 
 import type * as net from 'node:net';
+import * as util from 'node:util';
 import { kept } from '../kept-shapes.js';
 
 /** Node's request objects for a write and a shutdown, and the state the C++ side reports. */
 interface WriteReq {
-  handle: TcpHandle;
+  handle: StreamHandle;
   oncomplete: (status: number) => void;
   async: boolean;
   /** The buffer being written, kept alive until an asynchronous write completes. */
   buffer: Buffer | null;
 }
 interface ShutdownReq {
-  handle: TcpHandle;
+  handle: StreamHandle;
   oncomplete: (status: number) => void;
 }
 interface StreamWrapBinding {
@@ -37,8 +39,8 @@ interface StreamWrapBinding {
   kLastWriteWasAsync: number;
 }
 
-/** The accepted connection's handle (Node's TCPWrap), the calls net.Socket makes on it. */
-export interface TcpHandle {
+/** A connected stream handle (Node's TCPWrap or PipeWrap): the calls net.Socket makes on it. */
+export interface StreamHandle {
   onread: () => void;
   readonly writeQueueSize: number;
   useUserBuffer(buf: Buffer): void;
@@ -50,9 +52,19 @@ export interface TcpHandle {
   writeAsciiString(req: WriteReq, data: string): number;
   shutdown(req: ShutdownReq): number;
   close(callback: () => void): void;
+}
+
+/** A TCP connection's handle (Node's TCPWrap): a stream handle with the socket's calls. */
+export interface TcpHandle extends StreamHandle {
   setNoDelay(on: boolean): number;
+  setKeepAlive(on: boolean, delaySeconds: number): number;
   getpeername(out: AddressOut): number;
   getsockname(out: AddressOut): number;
+}
+
+/** Whether a stream handle is a TCP one (a unix socket's has no addresses or TCP options). */
+function isTcp(h: StreamHandle): h is TcpHandle {
+  return typeof (h as Partial<TcpHandle>).getpeername === 'function';
 }
 
 function loadStreamWrap(): StreamWrapBinding | null {
@@ -126,6 +138,8 @@ export class TcpStream {
   /** The peer half-closed. */
   private eof = false;
   destroyed = false;
+  /** The error the stream was destroyed with (net.Socket's `errored`). */
+  errored: Error | null = null;
   /** false: end() follows the peer's half-close, as net.Socket's default. */
   allowHalfOpen = false;
   private noDelay = false;
@@ -135,7 +149,7 @@ export class TcpStream {
   private early: Buffer[] | null = null;
 
   constructor(
-    private readonly handle: TcpHandle,
+    private readonly handle: StreamHandle,
     private readonly wrap: StreamWrapBinding,
     readBuffer: Buffer,
     local: Address | null,
@@ -151,11 +165,13 @@ export class TcpStream {
 
   // ---- addresses -------------------------------------------------------------------------
   private peerAddress(): Address | null {
-    if (this.peer === null && !this.destroyed) this.peer = askAddress((out) => this.handle.getpeername(out));
+    const h = this.handle;
+    if (this.peer === null && !this.destroyed && isTcp(h)) this.peer = askAddress((out) => h.getpeername(out));
     return this.peer;
   }
   private localAddr(): Address | null {
-    if (this.local === null && !this.destroyed) this.local = askAddress((out) => this.handle.getsockname(out));
+    const h = this.handle;
+    if (this.local === null && !this.destroyed && isTcp(h)) this.local = askAddress((out) => h.getsockname(out));
     return this.local;
   }
   get remoteAddress(): string | undefined { return this.peerAddress()?.address; }
@@ -166,10 +182,18 @@ export class TcpStream {
   get localFamily(): string | undefined { return this.localAddr()?.family; }
 
   setNoDelay(on = true): this {
-    if (on !== this.noDelay && !this.destroyed) {
+    const h = this.handle;
+    if (on !== this.noDelay && !this.destroyed && isTcp(h)) {
       this.noDelay = on;
-      this.handle.setNoDelay(on);
+      h.setNoDelay(on);
     }
+    return this;
+  }
+
+  /** SO_KEEPALIVE with the system's idle time (net.Socket's setKeepAlive(true)). */
+  setKeepAlive(on: boolean): this {
+    const h = this.handle;
+    if (!this.destroyed && isTcp(h)) h.setKeepAlive(on, 0);
     return this;
   }
 
@@ -181,6 +205,32 @@ export class TcpStream {
     if (event === 'data') this.setReader(fn as (data: Buffer) => void);
     else (this.listeners[event] ??= []).push(fn as Listener);
     return this;
+  }
+  once(event: 'error', fn: (err: Error) => void): this;
+  once(event: 'end' | 'close' | 'drain', fn: () => void): this;
+  once(event: Exclude<StreamEvent, 'data'>, fn: (arg: never) => void): this {
+    const once = (arg: never): void => {
+      this.off(event, once);
+      fn(arg);
+    };
+    (once as { listener?: unknown }).listener = fn;
+    (this.listeners[event] ??= []).push(once as Listener);
+    return this;
+  }
+  /** Removes a listener added with on() or once() ('data': the reader). */
+  off(event: StreamEvent, fn: (arg: never) => void): this {
+    if (event === 'data') {
+      if (this.reader === fn) this.reader = null;
+      return this;
+    }
+    const list = this.listeners[event];
+    if (list === undefined) return this;
+    const i = list.findIndex((l) => l === fn || (l as { listener?: unknown }).listener === fn);
+    if (i >= 0) list.splice(i, 1);
+    return this;
+  }
+  removeListener(event: StreamEvent, fn: (arg: never) => void): this {
+    return this.off(event, fn);
   }
   private emit(event: 'end' | 'close' | 'drain'): void;
   private emit(event: 'error', err: Error): void;
@@ -319,10 +369,7 @@ export class TcpStream {
   // ---- closing ---------------------------------------------------------------------------
   private fail(errno: number, syscall: string): void {
     if (this.destroyed) return;
-    const e = new Error(`${syscall} errno ${errno}`) as NodeJS.ErrnoException;
-    e.errno = errno;
-    e.syscall = syscall;
-    this.destroy(e);
+    this.destroy(uvError(errno, syscall));
   }
 
   /** Closes the connection at once (unsent bytes are dropped); 'close' follows. */
@@ -330,7 +377,10 @@ export class TcpStream {
     if (this.destroyed) return this;
     this.destroyed = true;
     this.reading = false;
-    if (err !== undefined) this.emit('error', err);
+    if (err !== undefined) {
+      this.errored = err;
+      this.emit('error', err);
+    }
     this.handle.close(() => {
       const srv = this.server;
       if (srv !== null) {
@@ -348,6 +398,132 @@ export class TcpStream {
     });
     return this;
   }
+}
+
+/** A libuv error as Node reports it ("read ECONNRESET", with errno, code and syscall). */
+function uvError(errno: number, syscall: string, detail = ''): NodeJS.ErrnoException {
+  const code = util.getSystemErrorName(errno);
+  const e = new Error(`${syscall} ${code}${detail}`) as NodeJS.ErrnoException;
+  e.errno = errno;
+  e.code = code;
+  e.syscall = syscall;
+  return e;
+}
+
+// ---- outgoing connections ------------------------------------------------------------------
+
+/** Where the reads of every stream this module drives land (one read runs at a time in a
+ *  process; each is copied out before the next). */
+export const sharedReadBuffer = Buffer.allocUnsafe(64 * 1024);
+
+/** Node's connect request (TCPConnectWrap, PipeConnectWrap) and its completion. */
+interface ConnectReq {
+  oncomplete: (status: number) => void;
+  address: string;
+  port: number;
+}
+interface TcpWrapBinding {
+  TCP: new (type: number) => TcpHandle & {
+    bind(address: string, port: number): number;
+    bind6(address: string, port: number, flags: number): number;
+    connect(req: ConnectReq, address: string, port: number): number;
+    connect6(req: ConnectReq, address: string, port: number): number;
+  };
+  TCPConnectWrap: new () => ConnectReq;
+  constants: { SOCKET: number };
+}
+interface PipeWrapBinding {
+  Pipe: new (type: number) => StreamHandle & { connect(req: ConnectReq, path: string): number };
+  PipeConnectWrap: new () => ConnectReq;
+  constants: { SOCKET: number };
+}
+
+function loadBinding<T>(name: string, check: (b: Partial<T>) => boolean): T | null {
+  if (streamWrap === null) return null;
+  try {
+    const b = (process as unknown as { binding(name: string): Partial<T> }).binding(name);
+    return check(b) ? b as T : null;
+  } catch {
+    return null;
+  }
+}
+const tcpWrap = loadBinding<TcpWrapBinding>('tcp_wrap', (b) => typeof b.TCP === 'function' && typeof b.TCPConnectWrap === 'function'
+  && typeof b.constants?.SOCKET === 'number' && typeof b.TCP.prototype.connect === 'function' && typeof b.TCP.prototype.connect6 === 'function');
+const pipeWrap = loadBinding<PipeWrapBinding>('pipe_wrap', (b) => typeof b.Pipe === 'function' && typeof b.PipeConnectWrap === 'function'
+  && typeof b.constants?.SOCKET === 'number' && typeof b.Pipe.prototype.connect === 'function');
+
+/** A TCP peer by address (an IP literal: no name is resolved here), or a unix socket. */
+export type ConnectTarget =
+  | { readonly host: string; readonly port: number; readonly family: 4 | 6; readonly localAddress?: string | undefined }
+  | { readonly path: string };
+
+/** A connection being made: cancel() abandons it (its handle is closed; `done` is not called). */
+export interface PendingConnect { cancel(): void }
+
+/**
+ * Connects to `to` on a fresh libuv handle and hands `done` the connected stream (a TcpStream,
+ * reading at once), or the error as net.Socket reports it (code ECONNREFUSED...). `done` is
+ * never called before connectStream returns. Null where Node's internals are not as expected:
+ * connect with net.Socket then.
+ */
+export function connectStream(to: ConnectTarget, done: (err: NodeJS.ErrnoException | null, stream: TcpStream | null) => void): PendingConnect | null {
+  const w = streamWrap;
+  let handle: StreamHandle;
+  let req: ConnectReq;
+  let err = 0;
+  let what: string;
+  if ('path' in to) {
+    if (w === null || pipeWrap === null) return null;
+    const h = new pipeWrap.Pipe(pipeWrap.constants.SOCKET);
+    handle = h;
+    req = new pipeWrap.PipeConnectWrap();
+    req.address = to.path;
+    req.port = 0;
+    what = ` ${to.path}`;
+    req.oncomplete = (status) => complete(status);
+    err = h.connect(req, to.path);
+  } else {
+    if (w === null || tcpWrap === null) return null;
+    const h = new tcpWrap.TCP(tcpWrap.constants.SOCKET);
+    handle = h;
+    what = ` ${to.host}:${to.port}`;
+    if (to.localAddress !== undefined) {
+      // ProxySourceAddress: the local end is bound first (any port).
+      const bound = to.family === 4 ? h.bind(to.localAddress, 0) : h.bind6(to.localAddress, 0, 0);
+      if (bound !== 0) {
+        h.close(() => undefined);
+        process.nextTick(done, uvError(bound, 'bind', ` ${to.localAddress}`), null);
+        return { cancel: () => undefined };
+      }
+    }
+    req = new tcpWrap.TCPConnectWrap();
+    req.address = to.host;
+    req.port = to.port;
+    req.oncomplete = (status) => complete(status);
+    err = to.family === 4 ? h.connect(req, to.host, to.port) : h.connect6(req, to.host, to.port);
+  }
+  let cancelled = false;
+  const complete = (status: number): void => {
+    if (cancelled) return;
+    cancelled = true;
+    if (status !== 0) {
+      handle.close(() => undefined);
+      done(uvError(status, 'connect', what), null);
+      return;
+    }
+    done(null, new TcpStream(handle, w, sharedReadBuffer, null, null));
+  };
+  if (err !== 0) {
+    // Refused at once (a unix socket that is not there): reported as a completion would be.
+    process.nextTick(complete, err);
+  }
+  return {
+    cancel: () => {
+      if (cancelled) return;
+      cancelled = true;
+      handle.close(() => undefined);
+    },
+  };
 }
 
 /**

@@ -2,14 +2,19 @@
 // sockets on loopback: the bytes arrive whole and in order whatever the kernel's buffer takes
 // at once, write() reports backpressure and 'drain' follows, end() half-closes only after the
 // queued bytes, the peer's half-close is 'end', a reset is 'error' then 'close', and the
-// peer's address is the client's.
+// peer's address is the client's. Outgoing connections (connectStream, the proxy's backends):
+// to a TCP server and a unix socket, refused as net.Socket reports it, abandoned before they
+// complete, bound to a source address.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { once } from 'node:events';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { acceptSharedReads } from '../../../src/server/http/accept.js';
-import { TcpStream, streamWrap, type Transport } from '../../../src/server/http/tcp-stream.js';
+import { TcpStream, connectStream, streamWrap, type ConnectTarget, type Transport } from '../../../src/server/http/tcp-stream.js';
 
 async function listen(onConn: (s: TcpStream) => void): Promise<{ srv: net.Server; port: number }> {
   const srv = net.createServer(() => assert.fail('the default accept ran'));
@@ -171,5 +176,101 @@ test('destroy() closes once: one close event, the server\'s count drops, further
   assert.equal(stream!.destroyed, true);
   const count = await new Promise<number>((res, rej) => srv.getConnections((e, k) => (e ? rej(e) : res(k))));
   assert.equal(count, 0);
+  srv.close();
+});
+
+/** connectStream as a promise. */
+function connectTo(to: ConnectTarget): Promise<TcpStream> {
+  return new Promise((res, rej) => {
+    const p = connectStream(to, (e, s) => (e !== null ? rej(e) : res(s!)));
+    assert.notEqual(p, null, 'outgoing connections are made on their handle');
+  });
+}
+
+/** A server answering each connection with "got:" and what it read, once the client half-closes. */
+async function echoServer(listen: (srv: net.Server) => void): Promise<net.Server> {
+  const srv = net.createServer({ allowHalfOpen: true }, (c) => {
+    const parts: Buffer[] = [];
+    c.on('data', (d: Buffer) => parts.push(d));
+    c.on('end', () => { c.end(`got:${Buffer.concat(parts).toString('latin1')}|from ${c.remoteAddress ?? 'unix'}`); });
+    c.on('error', () => undefined);
+  });
+  listen(srv);
+  await once(srv, 'listening');
+  return srv;
+}
+
+async function exchange(s: TcpStream, text: string): Promise<string> {
+  const parts: Buffer[] = [];
+  s.on('data', (d) => parts.push(d));
+  const closed = new Promise<void>((r) => s.on('close', r));
+  assert.equal(s.write(Buffer.from(text, 'latin1')), true);
+  s.end();
+  await closed;
+  return Buffer.concat(parts).toString('latin1');
+}
+
+test('connectStream: a TCP server and a unix socket get the bytes; the answer comes back, then the end', async () => {
+  const tcp = await echoServer((srv) => srv.listen(0, '127.0.0.1'));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-connect-'));
+  const sockPath = path.join(dir, 's.sock');
+  const unix = await echoServer((srv) => srv.listen(sockPath));
+  try {
+    const a = await connectTo({ host: '127.0.0.1', port: (tcp.address() as net.AddressInfo).port, family: 4 });
+    assert.equal(a.remoteAddress, '127.0.0.1');
+    assert.equal(await exchange(a, 'hello'), 'got:hello|from 127.0.0.1');
+    const b = await connectTo({ path: sockPath });
+    assert.equal(b.remoteAddress, undefined, 'a unix socket has no address');
+    b.setNoDelay(true);
+    assert.equal(await exchange(b, 'over unix'), 'got:over unix|from unix');
+    const c = await connectTo({ host: '127.0.0.1', port: (tcp.address() as net.AddressInfo).port, family: 4, localAddress: '127.0.0.2' });
+    assert.equal(await exchange(c, 'bound'), 'got:bound|from 127.0.0.2');
+  } finally {
+    tcp.close();
+    unix.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('connectStream: refused and missing are errors with net.Socket\'s codes, never before it returns; cancel() stops the callback', async () => {
+  const probe = net.createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const port = (probe.address() as net.AddressInfo).port;
+  probe.close();
+  await once(probe, 'close');
+  let returned = false;
+  const refused = new Promise<NodeJS.ErrnoException>((res) => {
+    connectStream({ host: '127.0.0.1', port, family: 4 }, (e) => { assert.ok(returned); res(e!); });
+    returned = true;
+  });
+  const e = await refused;
+  assert.equal(e.code, 'ECONNREFUSED');
+  assert.equal(e.syscall, 'connect');
+  const missing = await connectTo({ path: path.join(os.tmpdir(), `plume-no-such-${process.pid}.sock`) }).then(() => null, (x: NodeJS.ErrnoException) => x);
+  assert.equal(missing?.code, 'ENOENT');
+  const srv = await echoServer((s) => s.listen(0, '127.0.0.1'));
+  let called = false;
+  const p = connectStream({ host: '127.0.0.1', port: (srv.address() as net.AddressInfo).port, family: 4 }, () => { called = true; });
+  p!.cancel();
+  await tick(50);
+  assert.equal(called, false);
+  srv.close();
+});
+
+test('once() and off(): a once listener runs once; a removed one not at all', async () => {
+  const { srv, port } = await listen((s) => {
+    const seen: string[] = [];
+    const gone = (): void => { seen.push('removed ran'); };
+    s.once('end', () => seen.push('once'));
+    s.on('end', gone);
+    s.off('end', gone);
+    s.on('end', () => { s.write(seen.join(','), 'latin1'); s.end(); });
+  });
+  const c = net.connect(port, '127.0.0.1');
+  const all = readAll(c);
+  await once(c, 'connect');
+  c.end();
+  assert.equal((await all).toString(), 'once');
   srv.close();
 });

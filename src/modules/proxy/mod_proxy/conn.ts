@@ -5,6 +5,7 @@
 
 import * as net from 'node:net';
 import type { Request, RawStream } from '../../../server/request/request.js';
+import { connectStream, type ConnectTarget, type PendingConnect, type TcpStream } from '../../../server/http/tcp-stream.js';
 import type { ServerRec } from '../../../server/server-rec.js';
 import { APLOG_DEBUG, APLOG_ERR, levelFor } from '../../../server/log/levels.js';
 import {
@@ -22,6 +23,7 @@ export function serverLog(s: ServerRec, level: number, message: string, errno?: 
 /** A connection with its read queue (the socket's data events feed it for its whole life). */
 export class BackendConn implements ProxyConn {
   socket: net.Socket | null = null;
+  stream: TcpStream | null = null;
   hostname = '';
   port = 0;
   udsPath = '';
@@ -93,7 +95,8 @@ export class BackendConn implements ProxyConn {
     this.queued += b.length;
   }
 
-  /** Still usable for another request: open, nothing unread, no end seen. */
+  /** Still usable for another request: open, nothing unread, no end seen. (A plain stream
+   *  carries one exchange: it is never pooled.) */
   get alive(): boolean {
     const s = this.socket;
     return s !== null && !s.destroyed && !this.ended && this.queue.length === 0 && this.error === null;
@@ -102,6 +105,8 @@ export class BackendConn implements ProxyConn {
   destroy(): void {
     this.socket?.destroy();
     this.socket = null;
+    this.stream?.destroy();
+    this.stream = null;
   }
 }
 
@@ -246,20 +251,28 @@ function dropIdle(c: BackendConn): void {
   if (i >= 0) { p.idle.splice(i, 1); c.destroy(); }
 }
 
-/** Connects a fresh socket (ap_proxy_connect_backend); OK or 503 with httpd's lines. */
-export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWorker, r: Request, connTimeout: number, source: string | undefined): Promise<number> {
+/** Where a plain stream connects (ProxyApi.connectBackend's `plain`): a unix socket or an IP
+ *  address; null for a name, which net.Socket resolves. */
+function plainTarget(c: BackendConn, source: string | undefined): ConnectTarget | null {
+  if (c.udsPath !== '') return { path: c.udsPath };
+  const family = net.isIP(c.hostname);
+  if (family === 0) return null;
+  return { host: c.hostname, port: c.port, family: family === 4 ? 4 : 6, localAddress: source };
+}
+
+/** Connects a fresh socket (ap_proxy_connect_backend); OK or 503 with httpd's lines. `plain`:
+ *  as a plain stream (c.stream) where it can be. */
+export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWorker, r: Request, connTimeout: number, source: string | undefined, plain = false): Promise<number> {
   return new Promise((resolve) => {
-    const opts: net.NetConnectOpts = c.udsPath !== ''
-      ? { path: c.udsPath }
-      : { host: c.hostname, port: c.port, ...(source !== undefined ? { localAddress: source } : {}) };
-    const sock = net.connect(opts);
     let done = false;
-    const timer = setTimeout(() => fail(new ProxyIoError('timeout', 'The timeout specified has expired')), connTimeout);
+    let sock: net.Socket | null = null;
+    let pending: PendingConnect | null = null;
     const fail = (e: Error): void => {
       if (done) return;
       done = true;
       clearTimeout(timer);
-      sock.destroy();
+      sock?.destroy();
+      pending?.cancel();
       const code = (e as NodeJS.ErrnoException).code;
       const errno = code === 'ECONNREFUSED' ? { code: 111, text: 'Connection refused' }
         : code === 'ENOENT' ? { code: 2, text: 'No such file or directory' }
@@ -281,22 +294,48 @@ export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWor
       }
       resolve(503);
     };
-    sock.once('error', fail);
-    sock.once('connect', () => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      sock.off('error', fail);
-      sock.setNoDelay(true);
-      // keepalive=On: TCP keep-alive probes on the backend connection (SO_KEEPALIVE, with the
-      // system's idle time; libuv also sets its own probe interval and count).
-      if (w.params.keepalive === true) sock.setKeepAlive(true);
-      c.addr = c.udsPath !== '' ? c.udsPath : `${sock.remoteAddress ?? c.hostname}:${sock.remotePort ?? c.port}`;
-      c.attach(sock);
+    const connected = (addr: string): void => {
       w.s.status &= ~PROXY_WORKER_IN_ERROR;
+      c.addr = addr;
+      if (APLOG_DEBUG > levelFor(r.server.logLevel, 'proxy')) { resolve(OK); return; }
       if (c.udsPath !== '') serverLog(r.server, APLOG_DEBUG, `AH02823: ${proxyFunction}: connection established with Unix domain socket ${c.udsPath} (${c.hostname}:${c.port})`);
       else serverLog(r.server, APLOG_DEBUG, `AH00962: ${proxyFunction}: connection complete to ${c.addr} (${c.hostname})`);
       resolve(OK);
+    };
+    const timer = setTimeout(() => fail(new ProxyIoError('timeout', 'The timeout specified has expired')), connTimeout);
+    const target = plain && !c.isSsl ? plainTarget(c, source) : null;
+    if (target !== null) {
+      pending = connectStream(target, (e, stream) => {
+        if (done) { stream?.destroy(); return; }
+        if (e !== null || stream === null) { fail(e ?? new Error('connect failed')); return; }
+        done = true;
+        clearTimeout(timer);
+        // TCP_NODELAY as on every backend connection; keepalive=On: SO_KEEPALIVE.
+        stream.setNoDelay(true);
+        if (w.params.keepalive === true) stream.setKeepAlive(true);
+        c.stream = stream;
+        // Connected to an address, not a name: the peer is the address asked.
+        connected(c.udsPath !== '' ? c.udsPath : `${c.hostname}:${c.port}`);
+      });
+      if (pending !== null) return;
+    }
+    const opts: net.NetConnectOpts = c.udsPath !== ''
+      ? { path: c.udsPath }
+      : { host: c.hostname, port: c.port, ...(source !== undefined ? { localAddress: source } : {}) };
+    const s = net.connect(opts);
+    sock = s;
+    s.once('error', fail);
+    s.once('connect', () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      s.off('error', fail);
+      s.setNoDelay(true);
+      // keepalive=On: TCP keep-alive probes on the backend connection (SO_KEEPALIVE, with the
+      // system's idle time; libuv also sets its own probe interval and count).
+      if (w.params.keepalive === true) s.setKeepAlive(true);
+      c.attach(s);
+      connected(c.udsPath !== '' ? c.udsPath : `${s.remoteAddress ?? c.hostname}:${s.remotePort ?? c.port}`);
     });
   });
 }
