@@ -658,7 +658,7 @@ async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, u
     let st = api.determineConnection(r, sconf, worker, conn, url, proxyname, proxyport);
     if (typeof st !== 'number') st = await st;
     if (st !== OK) return st;
-    const u = /^[a-z0-9+.-]+:\/\/(\[[^\]]*\]|[^/:?#]*)(?::(\d*))?([^]*)$/i.exec(url.replace(/^unix:[^|]*\|/i, ''));
+    const u = /^[a-z0-9+.-]+:\/\/(\[[^\]]*\]|[^/:?#]*)(?::(\d*))?([^]*)$/i.exec((url.charCodeAt(0) | 0x20) === 0x75 && url.charCodeAt(4) === 0x3a ? url.replace(/^unix:[^|]*\|/i, '') : url);
     const host = u?.[1] ?? '';
     const portStr = u?.[2] !== undefined && u[2] !== '' ? u[2] : undefined;
     let path = u?.[3] ?? '/';

@@ -21,7 +21,7 @@ import { sendHttpTrace } from '../../../server/http/http-core.js';
 import { noMethodsAllow } from '../../../server/core/core-hooks.js';
 import {
   PROXYREQ_NONE, PROXYREQ_PROXY, PROXYREQ_REVERSE, PROXY_WORKER_IN_ERROR,
-  type ProxyApi, type ProxySchemeProvider, type ProxyConn, type ProxyServerConf, type ProxyWorker, type ProxyDirConf, type ProxyAlias, type ProxyBalancer,
+  type ProxyApi, type ProxyBalancerHooks, type ProxySchemeProvider, type ProxyConn, type ProxyServerConf, type ProxyWorker, type ProxyDirConf, type ProxyAlias, type ProxyBalancer,
 } from '../../../proxy/api.js';
 import {
   createServerConfig, mergeServerConfig, createDirConfig, mergeDirConfig, addPass, addReverse, proxySection, addMember,
@@ -54,6 +54,11 @@ function backendTimeout(w: ProxyWorker, r: Request): number {
   return w.params.timeout ?? proxy.server(r.server).timeout ?? r.server.timeout * 1000;
 }
 
+/** A host without the brackets of an IPv6 literal. */
+function unbracket(h: string): string {
+  return h.startsWith('[') || h.endsWith(']') ? h.replace(/^\[|\]$/g, '') : h;
+}
+
 function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWorker, c: ProxyConn, url: string, proxyname: string | undefined, proxyport: number): number {
   const bc = c as BackendConn;
   // A connection marked to close is closed now (a pooled one the request must not use).
@@ -65,7 +70,8 @@ function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWorker, 
   const nl = canonNetloc(m[2]!, portOfScheme(scheme));
   if (typeof nl === 'string') return proxyError(r, 400, `URI cannot be parsed: ${url}`);
   bc.isSsl = scheme === 'https' || scheme === 'wss' || scheme === 'h2';
-  bc.sslHostname = nl.host.replace(/^\[|\]$/g, '');
+  const host = unbracket(nl.host);
+  bc.sslHostname = host;
   if (proxyname !== undefined) {
     bc.hostname = proxyname;
     bc.port = proxyport;
@@ -74,19 +80,18 @@ function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWorker, 
     // The worker's socket, else the one SetHandler "proxy:unix:...|" named; the host and
     // port are the URL's, for the log lines (ap_proxy_determine_connection).
     bc.udsPath = w.udsPath ?? r.notes.get('uds_path')!;
-    bc.hostname = nl.host.replace(/^\[|\]$/g, '');
+    bc.hostname = host;
     bc.port = nl.port;
     if (r.wantsLog(MOD, APLOG_DEBUG)) r.log(MOD, APLOG_DEBUG, `AH02545: ${scheme}: has determined UDS as ${bc.udsPath} (for ${bc.hostname}:${bc.port})`);
   } else if (w.generic || w.hostname === '') {
-    bc.hostname = nl.host.replace(/^\[|\]$/g, '');
+    bc.hostname = host;
     bc.port = nl.port;
   } else {
-    bc.hostname = w.hostname.replace(/^\[|\]$/g, '');
+    bc.hostname = unbracket(w.hostname);
     bc.port = w.port;
   }
   // ProxyBlock (ap_proxy_checkproxyblock2): a listed name found anywhere in the URL's host,
   // or "*". DIFFERENCE: the IP-address comparison (names resolved at startup) is not made.
-  const host = nl.host.replace(/^\[|\]$/g, '');
   for (const name of conf.noproxies) {
     if (host.includes(name) || name.startsWith('*')) {
       r.log(MOD, APLOG_WARNING, `AH00916: connect to remote machine ${host} blocked: name ${name} matched`);
@@ -499,6 +504,13 @@ function schemeProviders(r: Request): readonly ProxySchemeProvider[] {
   });
 }
 
+/** The proxy_balancer providers (mod_proxy_balancer's pre/post_request hooks), once per
+ *  configuration. */
+function balancerProviders(r: Request): readonly ProxyBalancerHooks[] {
+  const ctx = r.rt.ctx;
+  return ctx.getScratch<ProxyBalancerHooks[]>('proxy:balancers', () => ctx.providerNames('proxy_balancer').map((n) => ctx.provider('proxy_balancer', n)!));
+}
+
 /** ap_proxy_canon_url (fixups): the scheme module's canon handler. */
 function canonUrl(r: Request): number {
   if (r.proxyreq === PROXYREQ_NONE || !r.filename.startsWith('proxy:')) return DECLINED;
@@ -536,8 +548,8 @@ async function runScheme(r: Request, w: ProxyWorker, conf: ProxyServerConf, url:
 async function preRequest(r: Request, conf: ServerConf, url: string): Promise<{ status: number; worker?: ProxyWorker; balancer?: ProxyBalancer; url: string }> {
   const ctx = r.rt.ctx;
   let balancer: ProxyBalancer | undefined;
-  for (const n of ctx.providerNames('proxy_balancer')) {
-    const res = await ctx.provider('proxy_balancer', n)!.preRequest(undefined, undefined, r, conf, url);
+  for (const p of balancerProviders(r)) {
+    const res = await p.preRequest(undefined, undefined, r, conf, url);
     if (res.status !== DECLINED) return { status: res.status, worker: res.worker, balancer: res.balancer, url: res.url ?? url };
     balancer = res.balancer;
   }
@@ -635,9 +647,11 @@ async function proxyHandler(r: Request): Promise<number> {
       return 301;
     }
   }
-  const hostOf = /^[a-z0-9+.-]+:\/\/(\[[^\]]*\]|[^/:?#]*)/i.exec(uri)?.[1]?.toLowerCase() ?? '';
   let directConnect = false;
-  for (const d of conf.dirconn) if (d.match(hostOf)) { directConnect = true; break; }
+  if (conf.dirconn.length > 0) {
+    const hostOf = /^[a-z0-9+.-]+:\/\/(\[[^\]]*\]|[^/:?#]*)/i.exec(uri)?.[1]?.toLowerCase() ?? '';
+    for (const d of conf.dirconn) if (d.match(hostOf)) { directConnect = true; break; }
+  }
 
   let attempts = 0;
   let maxAttempts = 0;
@@ -678,9 +692,7 @@ async function proxyHandler(r: Request): Promise<number> {
       if (r.wantsLog(MOD, APLOG_DEBUG)) r.log(MOD, APLOG_DEBUG, `AH01143: Running scheme ${scheme} handler (attempt ${attempts})`);
       status = await runScheme(r, worker, conf, url, undefined, 0);
     }
-    for (const n of r.rt.ctx.providerNames('proxy_balancer')) {
-      await r.rt.ctx.provider('proxy_balancer', n)!.postRequest(worker, balancer, r, conf);
-    }
+    for (const p of balancerProviders(r)) await p.postRequest(worker, balancer, r, conf);
     if (status === OK || status === DONE || r.notes.has('proxy-error-override')) break;
     if (status === 500 || status === 503) {
       // A balancer member that failed: try another while attempts remain.

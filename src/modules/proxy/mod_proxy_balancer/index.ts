@@ -287,9 +287,9 @@ async function findBestWorker(b: ProxyBalancer, r: Request): Promise<ProxyWorker
 function canonUrl(r: Request, url: string): { status: number; url: string } {
   const ctx = r.rt.ctx;
   r.filename = `proxy:${url}`;
-  for (const name of ctx.providerNames('proxy_scheme')) {
-    const p = ctx.provider('proxy_scheme', name);
-    if (p === undefined || name === 'balancer') continue;
+  const schemes = ctx.getScratch('proxy_balancer:schemes', () => ctx.providerNames('proxy_scheme').filter((n) => n !== 'balancer')
+    .map((n) => ctx.provider('proxy_scheme', n)).filter((p) => p !== undefined));
+  for (const p of schemes) {
     const rc = p.canon(r, url);
     if (rc === DECLINED) continue;
     if (rc === OK) return { status: OK, url: r.filename.startsWith('proxy:') ? r.filename.slice(6) : url };

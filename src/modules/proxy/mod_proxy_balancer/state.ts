@@ -112,7 +112,17 @@ export function syncBalancerFor(b: ProxyBalancer, ctx: ConfigContext, s: ServerR
   const st = stateOf(b);
   if (st === undefined) return;
   st.record.load();
-  for (const rec of st.members.values()) rec.load();
+  if (st.members.size <= 1) {
+    for (const rec of st.members.values()) rec.load();
+  } else {
+    // The members' slots in one read of the table, not one read per member.
+    let loaded = 0;
+    st.storage.doall(st.wslot, (mem, id) => {
+      for (const rec of st.members.values()) if (rec.id === id) { rec.load(mem); loaded++; break; }
+    });
+    // A member whose slot the walk did not give (not marked in use): read on its own.
+    if (loaded < st.members.size) for (const rec of st.members.values()) rec.load();
+  }
   if (b.s.wupdated <= st.wupdated) return;
   const lbmethod = ctx.provider('proxy_lbmethod', b.s.lbpname);
   if (lbmethod === undefined) {
