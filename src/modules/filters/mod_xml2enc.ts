@@ -19,7 +19,7 @@ import {
 } from '../../server/filters.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, APLOG_WARNING } from '../../server/log/levels.js';
 import {
-  ENCIO, ENCIO_INPUT, ENCIO_INPUT_CHECKS, ENCIO_OUTPUT, ENCIO_SKIPTO, codecFor, haveEncoding,
+  ENCIO, ENCIO_INPUT, ENCIO_INPUT_CHECKS, ENCIO_OUTPUT, ENCIO_SKIPTO, codecFor, haveEncoding, libxml2Encoding,
   type Xml2EncApi, type Xml2EncCharset, type XmlCharEncoding,
 } from './xml2enc-api.js';
 
@@ -40,21 +40,11 @@ export interface Xml2EncDir {
 /** xml2EncAlias names (upper-cased) → charset; libxml2 keeps them process-wide. */
 let aliases = new Map<string, string>();
 
-const NAMES: Readonly<Record<string, XmlCharEncoding>> = {
-  '': 'none', 'UTF-8': 'utf-8', UTF8: 'utf-8', 'UTF-16': 'utf-16le', UTF16: 'utf-16le',
-  'ISO-10646-UCS-2': 'ucs-2', 'UCS-2': 'ucs-2', UCS2: 'ucs-2',
-  'ISO-10646-UCS-4': 'ucs-4le', 'UCS-4': 'ucs-4le', UCS4: 'ucs-4le',
-  'ISO-8859-1': 'iso-8859-1', 'ISO-LATIN-1': 'iso-8859-1', 'ISO LATIN 1': 'iso-8859-1',
-  'ISO-8859-2': 'iso-8859-2', 'ISO-LATIN-2': 'iso-8859-2', 'ISO LATIN 2': 'iso-8859-2',
-  'ISO-8859-3': 'iso-8859-3', 'ISO-8859-4': 'iso-8859-4', 'ISO-8859-5': 'iso-8859-5', 'ISO-8859-6': 'iso-8859-6',
-  'ISO-8859-7': 'iso-8859-7', 'ISO-8859-8': 'iso-8859-8', 'ISO-8859-9': 'iso-8859-9',
-  'ISO-2022-JP': 'iso-2022-jp', SHIFT_JIS: 'shift_jis', 'EUC-JP': 'euc-jp',
-};
 
 /** xmlParseCharEncoding: the encoding libxml2 handles itself for a charset name. */
 export function parseCharEncoding(name: string): XmlCharEncoding {
   const alias = aliases.get(name.toUpperCase());
-  return NAMES[(alias ?? name).toUpperCase()] ?? 'error';
+  return libxml2Encoding(alias ?? name);
 }
 
 /** xmlGetCharEncodingName. */

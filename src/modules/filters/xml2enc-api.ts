@@ -56,3 +56,19 @@ export function codecFor(e: XmlCharEncoding): string {
     default: return e;
   }
 }
+
+const LIBXML2_NAMES: Readonly<Record<string, XmlCharEncoding>> = {
+  '': 'none', 'UTF-8': 'utf-8', UTF8: 'utf-8', 'UTF-16': 'utf-16le', UTF16: 'utf-16le',
+  'ISO-10646-UCS-2': 'ucs-2', 'UCS-2': 'ucs-2', UCS2: 'ucs-2',
+  'ISO-10646-UCS-4': 'ucs-4le', 'UCS-4': 'ucs-4le', UCS4: 'ucs-4le',
+  'ISO-8859-1': 'iso-8859-1', 'ISO-LATIN-1': 'iso-8859-1', 'ISO LATIN 1': 'iso-8859-1',
+  'ISO-8859-2': 'iso-8859-2', 'ISO-LATIN-2': 'iso-8859-2', 'ISO LATIN 2': 'iso-8859-2',
+  'ISO-8859-3': 'iso-8859-3', 'ISO-8859-4': 'iso-8859-4', 'ISO-8859-5': 'iso-8859-5', 'ISO-8859-6': 'iso-8859-6',
+  'ISO-8859-7': 'iso-8859-7', 'ISO-8859-8': 'iso-8859-8', 'ISO-8859-9': 'iso-8859-9',
+  'ISO-2022-JP': 'iso-2022-jp', SHIFT_JIS: 'shift_jis', 'EUC-JP': 'euc-jp',
+};
+
+/** xmlParseCharEncoding without aliases: the encoding libxml2 handles itself for a name. */
+export function libxml2Encoding(name: string): XmlCharEncoding {
+  return LIBXML2_NAMES[name.toUpperCase()] ?? 'error';
+}

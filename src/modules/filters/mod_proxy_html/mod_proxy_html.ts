@@ -22,7 +22,7 @@ import { APLOG_DEBUG, APLOG_ERR, APLOG_NOTICE, APLOG_TRACE1, APLOG_TRACE2, APLOG
 import { compileApacheRegex } from '../../../server/util-pcre.js';
 import { ArgCursor } from '../../../server/config/lexer.js';
 import { evalBool, isFailure, parseExprCmd } from '../../../expr/index.js';
-import { ENCIO_INPUT_CHECKS, ENCIO_OUTPUT, codecFor, type Xml2EncApi, type XmlCharEncoding } from '../xml2enc-api.js';
+import { ENCIO_INPUT_CHECKS, ENCIO_OUTPUT, codecFor, libxml2Encoding, type Xml2EncApi, type XmlCharEncoding } from '../xml2enc-api.js';
 import { HtmlPushParser, tagLookup, type Attr, type HtmlSax } from './html-parser.js';
 import {
   M_INTERPOLATE_FROM, M_INTERPOLATE_TO, M_REGEX, interpolateVars, mapEvent, mapFlags, mapLink, mapText,
@@ -370,6 +370,8 @@ interface FilterState {
   /** The first bytes, held until there are four (httpd's rbuf). */
   head: Buffer[];
   headLen: number;
+  /** Read as ISO-8859-1 for want of a charset (libxml2's guess), until a <meta> names one. */
+  guessed: boolean;
 }
 
 function xml2enc(r: Request): Xml2EncApi | undefined {
@@ -377,7 +379,10 @@ function xml2enc(r: Request): Xml2EncApi | undefined {
 }
 
 function decoderFor(enc: XmlCharEncoding): TextStream {
-  if (enc === 'utf-8' || enc === 'none') return new Utf8ThenLatin1();
+  if (enc === 'utf-8') return new Utf8ThenLatin1();
+  // No charset (no mod_xml2enc): libxml2 guesses ISO-8859-1 at the first non-ASCII byte,
+  // unless a <meta> names a charset first.
+  if (enc === 'none') return { codec: 'latin1', write: (b) => b.toString('latin1'), end: () => '' };
   const codec = codecFor(enc);
   const d = iconv.getDecoder(codec);
   return { codec, write: (b) => d.write(b), end: () => d.end() ?? '' };
@@ -435,6 +440,7 @@ function startParser(f: FilterInstance<FilterState>, first: Buffer): void {
   ctx.out.push(ctx.cfg.doctype?.text ?? '');
   const decoder = decoderFor(enc);
   st.decoder = decoder;
+  st.guessed = enc === 'none';
   const sax = makeSax(ctx);
   const parser = new HtmlPushParser({
     ...sax,
@@ -458,17 +464,23 @@ function switchEncoding(st: FilterState, api: Xml2EncApi | undefined, name: stri
   const parser = st.parser;
   const old = st.decoder;
   if (!parser || !old) return;
-  const enc = api ? api.parseCharEncoding(name) : (iconv.encodingExists(name) ? 'error' : 'error');
+  const enc = api ? api.parseCharEncoding(name) : libxml2Encoding(name);
   let codec: string | undefined;
   if (enc !== 'error' && enc !== 'none') {
     if ((enc === 'utf-16le' || enc === 'utf-16be' || enc === 'ucs-4le' || enc === 'ucs-4be') && old instanceof Utf8ThenLatin1) return;
-    if (enc === 'utf-8') return;
-    codec = codecFor(enc);
+    // UTF-8 keeps the converter there is; without one (no charset given) the rest is UTF-8.
+    if (enc === 'utf-8' && !st.guessed) return;
+    codec = enc === 'utf-8' ? 'utf8' : codecFor(enc);
   } else if (iconv.encodingExists(name)) codec = name;
   if (codec === undefined) return;
+  st.guessed = false;
   const raw = Buffer.concat([iconv.encode(parser.unparsed(), old.codec), old.pending?.() ?? Buffer.alloc(0)]);
-  const d = iconv.getDecoder(codec);
-  const next: TextStream = { codec, write: (b) => d.write(b), end: () => d.end() ?? '' };
+  let next: TextStream;
+  if (codec === 'utf8') next = new Utf8ThenLatin1();
+  else {
+    const d = iconv.getDecoder(codec);
+    next = { codec, write: (b) => d.write(b), end: () => d.end() ?? '' };
+  }
   st.decoder = next;
   parser.replaceUnparsed(next.write(raw));
 }
@@ -522,7 +534,7 @@ async function proxyHtmlFilter(f: FilterInstance<FilterState>, bb: Brigade): Pro
 const PROXY_HTML: FilterSpec<FilterState> = {
   name: 'proxy-html',
   type: FTYPE_RESOURCE,
-  init: () => ({ init: false, sax: null, parser: null, decoder: null, head: [], headLen: 0 }),
+  init: () => ({ init: false, sax: null, parser: null, decoder: null, head: [], headLen: 0, guessed: false }),
   filter: proxyHtmlFilter,
 };
 
@@ -536,7 +548,7 @@ function insertFilters(r: Request): void {
 
 function checkConfig(ctx: ConfigContext): void {
   if (!ctx.isLoaded('xml2enc_module')) {
-    ctx.log('proxy_html', APLOG_NOTICE, 'AH01425: I18n support in mod_proxy_html requires mod_xml2enc. Without it, non-ASCII characters in proxied pages are likely to display incorrectly.');
+    ctx.logNoServer('proxy_html', APLOG_NOTICE, 'AH01425: I18n support in mod_proxy_html requires mod_xml2enc. Without it, non-ASCII characters in proxied pages are likely to display incorrectly.');
   }
 }
 
