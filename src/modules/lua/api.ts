@@ -92,8 +92,9 @@ const FIELDS: Record<string, Getter> = {
   unparsed_uri: (r) => r.unparsedUri,
   the_request: (r) => r.theRequest,
   args: (r) => r.args,
-  filename: (r) => r.filename,
-  canonical_filename: (r) => r.canonicalFilename,
+  // NULL in httpd until translate_name gives one (plume's request starts with '').
+  filename: (r) => (r.filename === '' ? undefined : r.filename),
+  canonical_filename: (r) => (r.canonicalFilename === '' ? undefined : r.canonicalFilename),
   path_info: (r) => r.pathInfo,
   hostname: (r) => r.hostname,
   protocol: (r) => r.protocol,

@@ -6,13 +6,13 @@
 import * as path from 'node:path';
 import {
   DECLINED, DONE, EXEC_ON_READ, HOOK_FIRST, HOOK_LAST, HOOK_MIDDLE, MODULE_API_VERSION, OK, OR_ALL, RSRC_CONF,
-  defineModule, directive, type HookEntry, type HookResult, type RequestHookName,
+  defineModule, directive, type HookResult, type HookRegistration,
 } from '../../server/module.js';
 import type { Request, ConnRec } from '../../server/request/request.js';
 import { NOT_IN_DIRECTORY, NOT_IN_FILES, NOT_IN_HTACCESS, type CmdParms } from '../../server/config/cmd.js';
 import type { ConfigContext } from '../../server/config/context.js';
 import {
-  FTYPE_RESOURCE, FilterError, bucketBytes, dataBucket, type Brigade, type Bucket, type FilterInstance, type FilterSpec,
+  EOS, FTYPE_RESOURCE, FilterError, bucketBytes, dataBucket, type Brigade, type Bucket, type FilterInstance, type FilterSpec,
   type InputFilterInstance, type InputFilterSpec,
 } from '../../server/filters.js';
 import { APLOG_CRIT, APLOG_ERR, APLOG_TRACE1, APLOG_WARNING, levelFor } from '../../server/log/levels.js';
@@ -310,6 +310,8 @@ function harness(name: string, when: number): (r: Request) => HookResult | Promi
   };
 }
 
+const quickHarness = harness('quick', HOOK_MIDDLE);
+
 async function runHooks(r: Request, name: string, specs: readonly HookSpec[]): Promise<HookResult> {
   const root = self.server(r.server).root;
   for (const s of specs) {
@@ -321,7 +323,11 @@ async function runHooks(r: Request, name: string, specs: readonly HookSpec[]): P
       await flushOut(c);
       return 500;
     }
-    await flushOut(c);
+    // A quick handler that serves the request: what r:puts wrote goes out with the end of the
+    // response, as httpd's buffered ap_rputs output reaches the filters with the EOS of
+    // ap_finalize_request_protocol (so the length is known: Content-Length, not chunks).
+    if (name === 'quick' && out.kind === 'ok' && out.value === OK) await flushOut(c, [EOS]);
+    else await flushOut(c);
     if (out.kind === 'loadfail') {
       r.log(MOD, APLOG_CRIT, `AH01477: lua: Failed to obtain lua interpreter for entry function '${s.func}' in ${s.file}`);
       return 500;
@@ -590,6 +596,7 @@ const directives = [
       cmd.ctx.registerProvider('authz', name, luaAuthzProvider(spec));
     },
   }),
+  hookDirective('LuaQuickHandler', 'quick', 'Provide a hook for the quick handler of request processing'),
   hookWhenDirective('LuaHookTranslateName', 'translate_name', 'Provide a hook for the translate name phase of request processing', true),
   hookDirective('LuaHookFixups', 'fixups', 'Provide a hook for the fixups phase of request processing'),
   hookDirective('LuaHookMapToStorage', 'map_to_storage', 'Provide a hook for the map_to_storage phase of request processing'),
@@ -665,7 +672,10 @@ const directives = [
 
 // ---- the module -------------------------------------------------------------------------------
 
-const hooks: { [K in RequestHookName]?: HookEntry<K> | readonly HookEntry<K>[] } = {
+const hooks: HookRegistration = {
+  // lua_quick_harness: the server's LuaQuickHandler functions (the quick handler runs before
+  // any <Location> or <Directory> is merged), never for a subrequest only looked up.
+  quickHandler: { fn: (r: Request, lookup: boolean) => (lookup ? DECLINED : quickHarness(r)), order: HOOK_FIRST },
   handler: [
     { fn: mapHandler, order: LUA_HOOK_FIRST },
     { fn: luaHandler, order: HOOK_MIDDLE },
