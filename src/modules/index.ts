@@ -75,6 +75,8 @@ import data from './filters/mod_data.js';
 import ratelimit from './filters/mod_ratelimit.js';
 import reflector from './filters/mod_reflector.js';
 import echo from './echo/mod_echo.js';
+import cache from './cache/mod_cache/index.js';
+import cacheDisk from './cache/mod_cache_disk.js';
 import socacheShmcb from './cache/mod_socache_shmcb.js';
 import socacheDbm from './cache/mod_socache_dbm.js';
 import socacheMemcache from './cache/mod_socache_memcache.js';
@@ -140,6 +142,8 @@ const ALL: AnyModuleHandle[] = [
   h(session),
   h(sessionCookie),
   h(sessionCrypto),
+  h(cache),
+  h(cacheDisk),
   h(socacheShmcb),
   h(socacheDbm),
   h(socacheMemcache),

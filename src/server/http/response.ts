@@ -293,7 +293,7 @@ function contentLanguage(r: Request, out: HeaderTable): string {
 }
 
 /** ap_make_content_type: AddDefaultCharset for text/plain and text/html without charset. */
-function makeContentType(r: Request): string | undefined {
+export function makeContentType(r: Request): string | undefined {
   const t = r.contentType;
   if (t === undefined) return undefined;
   const cs = coreDir(r).addDefaultCharset;
