@@ -19,7 +19,7 @@ import {
 } from '../../server/filters.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, APLOG_WARNING } from '../../server/log/levels.js';
 import {
-  ENCIO, ENCIO_INPUT, ENCIO_INPUT_CHECKS, ENCIO_OUTPUT, ENCIO_SKIPTO, codecFor, haveEncoding, libxml2Encoding,
+  ENCIO, ENCIO_INPUT, ENCIO_INPUT_CHECKS, ENCIO_OUTPUT, ENCIO_SKIPTO, haveEncoding, libxml2Encoding,
   type Xml2EncApi, type Xml2EncCharset, type XmlCharEncoding,
 } from './xml2enc-api.js';
 
@@ -364,4 +364,3 @@ const self = defineModule<undefined, Xml2EncDir>({
 });
 
 export default self;
-export { codecFor };
