@@ -77,6 +77,7 @@ import reflector from './filters/mod_reflector.js';
 import echo from './echo/mod_echo.js';
 import cache from './cache/mod_cache/index.js';
 import cacheDisk from './cache/mod_cache_disk.js';
+import cacheSocache from './cache/mod_cache_socache.js';
 import socacheShmcb from './cache/mod_socache_shmcb.js';
 import socacheDbm from './cache/mod_socache_dbm.js';
 import socacheMemcache from './cache/mod_socache_memcache.js';
@@ -144,6 +145,7 @@ const ALL: AnyModuleHandle[] = [
   h(sessionCrypto),
   h(cache),
   h(cacheDisk),
+  h(cacheSocache),
   h(socacheShmcb),
   h(socacheDbm),
   h(socacheMemcache),
