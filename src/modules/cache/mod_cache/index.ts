@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
   defineModule, directive, MODULE_API_VERSION, DECLINED, OK, HOOK_FIRST, HOOK_REALLY_FIRST, RSRC_CONF, ACCESS_CONF,
+  type MaybePromise,
 } from '../../../server/module.js';
 import type { Request } from '../../../server/request/request.js';
 import { HeaderTable } from '../../../server/request/headers.js';
@@ -96,6 +97,8 @@ function getProviders(r: Request): CacheReq['providers'] | null {
   const d = dir(r);
   if (d.disable === true) return null;
   const conf = srv(r);
+  // Nothing enabled anywhere: decided without looking at the URL (the common request).
+  if (d.enable.length === 0 && conf.enable.length === 0) return null;
   const parsed = parsedUri(r);
   const p = useEarlyUrl(r) ? parsed.path : r.uri;
   for (const ent of conf.disable) if (uriMeetsConditions(ent, parsed, p)) return null;
@@ -909,10 +912,15 @@ function methodCheck(cache: CacheReq, r: Request, quickTags: boolean): boolean {
   }
 }
 
-async function quickHandler(r: Request, lookup: boolean): Promise<number> {
+/** The quick handler: synchronous (no promise) for a URL no CacheEnable covers. */
+function quickHandler(r: Request, lookup: boolean): MaybePromise<number> {
   if (srv(r).quick === false) return DECLINED;
   const providers = getProviders(r);
   if (providers === null) return DECLINED;
+  return quickHandlerCached(r, lookup, providers);
+}
+
+async function quickHandlerCached(r: Request, lookup: boolean, providers: CacheReq['providers']): Promise<number> {
   const cache = newCacheReq(providers);
   if (!checkNoStore(cache, r)) return DECLINED;
   if (r.headersIn.has('Authorization')) return DECLINED;
@@ -946,10 +954,14 @@ async function quickHandler(r: Request, lookup: boolean): Promise<number> {
   return serveHit(cache, r);
 }
 
-async function cacheHandler(r: Request): Promise<number> {
+function cacheHandler(r: Request): MaybePromise<number> {
   if (srv(r).quick !== false) return DECLINED;
   const providers = getProviders(r);
   if (providers === null) return DECLINED;
+  return cacheHandlerCached(r, providers);
+}
+
+async function cacheHandlerCached(r: Request, providers: CacheReq['providers']): Promise<number> {
   const cache = newCacheReq(providers);
   if (!checkNoStore(cache, r)) return DECLINED;
   if (!methodCheck(cache, r, false)) return DECLINED;
