@@ -1,4 +1,4 @@
-// mod_cache with mod_cache_disk across worker processes: a response one worker stores under
+// mod_cache with mod_cache_disk (and mod_cache_socache over shmcb) across worker processes: a response one worker stores under
 // CacheRoot is a HIT from disk in another (the first worker is stopped so the second must
 // answer), with the header and data files in httpd's directory layout and the cache status in
 // the access log (%{cache-status}e).
@@ -74,6 +74,47 @@ test('a response cached by one worker is a HIT from disk in another', { timeout:
     await waitFor('the second log line', () => accessLog(log).lines.filter((l) => l.startsWith('/c.html ')).length >= 2);
     const line2 = accessLog(log).lines.filter((l) => l.startsWith('/c.html '))[1]!;
     assert.equal(line2, `/c.html ${other} [cache hit]`);
+  } finally {
+    if (stopped !== undefined) process.kill(stopped, 'SIGCONT');
+    await srv?.stop();
+    site.remove();
+  }
+});
+
+test('mod_cache_socache over shmcb: an entity stored by one worker is a HIT in another', { timeout: 60000 }, async () => {
+  const site = await makeSite('cache-socache', []);
+  const old = new Date('2026-01-02T03:04:05Z');
+  fs.writeFileSync(path.join(site.dir, 'htdocs/s.html'), 'shared\n');
+  fs.utimesSync(path.join(site.dir, 'htdocs/s.html'), old, old);
+  site.write([
+    'StartServers 2',
+    'LoadModule cache_module /usr/lib/apache2/modules/mod_cache.so',
+    'LoadModule cache_socache_module /usr/lib/apache2/modules/mod_cache_socache.so',
+    'LoadModule socache_shmcb_module /usr/lib/apache2/modules/mod_socache_shmcb.so',
+    'CacheSocache shmcb',
+    'CacheEnable socache /',
+    'CacheHeader on',
+    'LogFormat "%U %P [%{cache-status}e]" cachelog',
+    `CustomLog ${site.dir}/logs/cache_log cachelog`,
+  ]);
+  let srv: Running | undefined;
+  let stopped: number | undefined;
+  try {
+    srv = await startPlume(site, { workers: 2 });
+    const log = `${site.dir}/logs/cache_log`;
+    const first = await getOnce(site.port, '/s.html');
+    assert.equal(first.headers.get('x-cache'), 'MISS from localhost');
+    await waitFor('the first log line', () => accessLog(log).lines.some((l) => l.startsWith('/s.html ')));
+    const pid1 = Number(accessLog(log).lines.find((l) => l.startsWith('/s.html '))!.split(' ')[1]);
+    const other = srv.workers().find((p) => p !== pid1);
+    assert.ok(other !== undefined, 'two workers');
+    process.kill(pid1, 'SIGSTOP');
+    stopped = pid1;
+    const second = await getOnce(site.port, '/s.html');
+    assert.equal(second.headers.get('x-cache'), 'HIT from localhost');
+    assert.equal(second.body.toString('latin1'), 'shared\n');
+    await waitFor('the second log line', () => accessLog(log).lines.filter((l) => l.startsWith('/s.html ')).length >= 2);
+    assert.equal(accessLog(log).lines.filter((l) => l.startsWith('/s.html '))[1], `/s.html ${other} [cache hit]`);
   } finally {
     if (stopped !== undefined) process.kill(stopped, 'SIGCONT');
     await srv?.stop();
