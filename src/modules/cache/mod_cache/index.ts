@@ -24,6 +24,7 @@ import {
 } from '../../../server/http/conditional.js';
 import { makeContentType } from '../../../server/http/response.js';
 import { parseHttpDate } from '../../../server/log/time.js';
+import { httpScheme } from '../../../server/core/server-name.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, APLOG_WARNING } from '../../../server/log/levels.js';
 import { emptyControl, varyNames, type CacheControl, type CacheEntity, type CacheInfo, type CacheProvider } from './api.js';
 import { checkFreshness, computeExpiry, controlledHeaders, generateName, parseControl, tokenize } from './control.js';
@@ -133,7 +134,7 @@ function canonicaliseKey(r: Request, p: string, query: string | undefined, parse
   }
   let scheme: string;
   if (r.proxyreq !== 0 && parsed.scheme !== undefined) scheme = parsed.scheme.toLowerCase();
-  else scheme = base?.scheme ?? (r.connection.notes.has('ssl') || isHttps(r) ? 'https' : 'http');
+  else scheme = base?.scheme ?? (isHttps(r) ? 'https' : httpScheme(r));
   let port: string;
   if (r.proxyreq !== 0 && r.proxyreq !== 2) {
     if (parsed.portStr !== undefined) port = ':' + parsed.portStr.toLowerCase();
