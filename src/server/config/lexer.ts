@@ -118,7 +118,8 @@ export function splitWords(text: string): string[] {
 }
 
 /** Apache's ap_resolve_env: ${NAME} from Define'd variables, then the environment.
- *  Undefined names are left as written and reported through `onUndefined`. */
+ *  Undefined names are left as written and reported through `onUndefined` (those with a ':'
+ *  silently, as httpd does). */
 export function resolveVariables(
   text: string,
   lookup: (name: string) => string | undefined,
@@ -129,7 +130,8 @@ export function resolveVariables(
   return text.replace(/\$\{([^}]*)\}/g, (whole, name: string) => {
     const v = lookup(name);
     if (v === undefined) {
-      onUndefined(name);
+      // A name with a ':' is left without a warning: it is mod_rewrite's ${map:key}.
+      if (!name.includes(':')) onUndefined(name);
       return whole;
     }
     return v;

@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { splitLogicalLines, splitWords } from '../../../src/server/config/lexer.js';
+import { resolveVariables } from '../../../src/server/config/lexer.js';
 
 const texts = (source: string): string[] => splitLogicalLines(source).map((l) => l.text);
 
@@ -45,4 +46,12 @@ test('quoted words: backslash-quote and backslash-backslash pairs', () => {
   assert.deepEqual(splitWords('a\\\\b c"d e"'), ['a\\b', 'c"d', 'e"']);
   // An unterminated quote runs to the end of the line.
   assert.deepEqual(splitWords('"abc'), ['abc']);
+});
+
+test('resolveVariables: the name runs to the next }, a name with a colon (a RewriteMap lookup) is left without a warning', () => {
+  const undefinedNames: string[] = [];
+  const vars = new Map([['X', 'a|b'], ['A|b', 'piped']]);
+  const out = resolveVariables('${X} ${A|b} ${m:$1|q} ${Z} ${Y?=d}', (n) => vars.get(n), (n) => undefinedNames.push(n));
+  assert.equal(out, 'a|b piped ${m:$1|q} ${Z} ${Y?=d}');
+  assert.deepEqual(undefinedNames, ['Z', 'Y?=d']);
 });
