@@ -4,8 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { splitLogicalLines, splitWords } from '../../../src/server/config/lexer.js';
-import { resolveVariables } from '../../../src/server/config/lexer.js';
+import { resolveVariables, splitLogicalLines, splitWords } from '../../../src/server/config/lexer.js';
 
 const texts = (source: string): string[] => splitLogicalLines(source).map((l) => l.text);
 
