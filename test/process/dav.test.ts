@@ -17,20 +17,26 @@ async function dav(port: number, method: string, p: string, headers: Record<stri
 
 const LOCK = (scope: string): string => `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:${scope}/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>t</D:owner></D:lockinfo>`;
 
-test('mod_dav: lock tokens, refresh, unlock, lock-null, shared locks, files on disk', { timeout: 60000 }, async () => {
-  const site = await makeSite('dav');
+/** A site with a world-writable DAV directory and lock directory, served by `workers` workers. */
+async function davSite(name: string, workers: number): Promise<{ site: Awaited<ReturnType<typeof makeSite>>; davDir: string }> {
+  const site = await makeSite(name);
   const davDir = path.join(site.dir, 'htdocs/dav');
-  fs.mkdirSync(davDir, { mode: 0o777 });
-  fs.chmodSync(davDir, 0o777);
-  fs.mkdirSync(path.join(site.dir, 'lock'), { mode: 0o777 });
-  fs.chmodSync(path.join(site.dir, 'lock'), 0o777);
+  for (const d of [davDir, path.join(site.dir, 'lock')]) {
+    fs.mkdirSync(d, { mode: 0o777 });
+    fs.chmodSync(d, 0o777);
+  }
   site.write([
-    'StartServers 1',
+    `StartServers ${workers}`,
     'LoadModule dav_module /usr/lib/apache2/modules/mod_dav.so',
     'LoadModule dav_fs_module /usr/lib/apache2/modules/mod_dav_fs.so',
     `DavLockDB ${site.dir}/lock/lockdb`,
     `<Directory "${davDir}">`, '  Dav On', '</Directory>',
   ]);
+  return { site, davDir };
+}
+
+test('mod_dav: lock tokens, refresh, unlock, lock-null, shared locks, files on disk', { timeout: 60000 }, async () => {
+  const { site, davDir } = await davSite('dav', 1);
   let srv: Running | undefined;
   try {
     srv = await startPlume(site, { workers: 1 });
@@ -77,19 +83,7 @@ test('mod_dav: lock tokens, refresh, unlock, lock-null, shared locks, files on d
 });
 
 test('mod_dav: concurrent exclusive LOCKs on one resource through two workers: exactly one is granted', { timeout: 60000 }, async () => {
-  const site = await makeSite('davrace');
-  const davDir = path.join(site.dir, 'htdocs/dav');
-  fs.mkdirSync(davDir, { mode: 0o777 });
-  fs.chmodSync(davDir, 0o777);
-  fs.mkdirSync(path.join(site.dir, 'lock'), { mode: 0o777 });
-  fs.chmodSync(path.join(site.dir, 'lock'), 0o777);
-  site.write([
-    'StartServers 2',
-    'LoadModule dav_module /usr/lib/apache2/modules/mod_dav.so',
-    'LoadModule dav_fs_module /usr/lib/apache2/modules/mod_dav_fs.so',
-    `DavLockDB ${site.dir}/lock/lockdb`,
-    `<Directory "${davDir}">`, '  Dav On', '</Directory>',
-  ]);
+  const { site } = await davSite('davrace', 2);
   let srv: Running | undefined;
   try {
     srv = await startPlume(site, { workers: 2 });
