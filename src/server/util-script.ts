@@ -50,28 +50,42 @@ function serverNameForUrl(r: Request): string {
   return n.includes(':') && !n.startsWith('[') ? `[${n}]` : n;
 }
 
+/** The header variables addCommonVars set in the current call (it runs synchronously:
+ *  one set serves every call). */
+const setFromHeaders = new Set<string>();
+
 /** ap_add_common_vars: the request's headers as HTTP_* variables and the server's own
- *  variables, added over what r.subprocessEnv already holds. */
+ *  variables, set in r.subprocessEnv (over what it holds) in httpd's order. */
 export function addCommonVars(r: Request): void {
-  const e = new Map<string, string>();
+  const e = r.subprocessEnv;
   const c = coreDir(r);
   const passAuth = c.cgiPassAuth === 'on';
+  // apr_table_addn keeps a repeated name twice and the script's getenv() finds the first:
+  // the first header of a name wins (over what the table held before, though).
+  const seen = setFromHeaders;
+  seen.clear();
+  const put = (k: string, v: string): void => {
+    if (seen.has(k)) return;
+    seen.add(k);
+    e.set(k, v);
+  };
   r.headersIn.forEach((name, value, key) => {
-    if (key === 'content-type') setFirst(e, 'CONTENT_TYPE', value);
-    else if (key === 'content-length') setFirst(e, 'CONTENT_LENGTH', value);
+    if (key === 'content-type') put('CONTENT_TYPE', value);
+    else if (key === 'content-length') put('CONTENT_LENGTH', value);
     else if (key === 'proxy') return; // HTTP_PROXY would be taken for a proxy setting
     else if (key === 'authorization' || key === 'proxy-authorization') {
       if (!passAuth) return;
       const n = http2env(name);
-      if (n !== undefined) setFirst(e, n, value);
+      if (n !== undefined) put(n, value);
     } else {
       const n = http2env(name);
-      if (n !== undefined) setFirst(e, n, value);
+      if (n !== undefined) put(n, value);
       else if (r.wantsLog('core', APLOG_TRACE1)) r.log('core', APLOG_TRACE1, `Not exporting header with invalid name as envvar: ${name}`);
     }
   });
-  envToEnv(e, r, 'PATH', DEFAULT_PATH);
-  envToEnv(e, r, 'LD_LIBRARY_PATH', undefined);
+  seen.clear();
+  envToEnv(e, 'PATH', DEFAULT_PATH);
+  envToEnv(e, 'LD_LIBRARY_PATH', undefined);
   e.set('SERVER_SIGNATURE', signature(r, ''));
   e.set('SERVER_SOFTWARE', serverBanner(globals(r.rt.ctx).serverTokens));
   e.set('SERVER_NAME', escapeHtml(serverNameForUrl(r)));
@@ -80,10 +94,11 @@ export function addCommonVars(r: Request): void {
   const rc = r.connection.remoteHost;
   if (rc !== undefined && rc !== '') e.set('REMOTE_HOST', rc);
   e.set('REMOTE_ADDR', r.useragentIp);
-  e.set('DOCUMENT_ROOT', documentRoot(r));
+  const docroot = documentRoot(r);
+  e.set('DOCUMENT_ROOT', docroot);
   e.set('REQUEST_SCHEME', httpScheme(r));
   e.set('CONTEXT_PREFIX', r.contextPrefix ?? '');
-  e.set('CONTEXT_DOCUMENT_ROOT', r.contextDocumentRoot ?? documentRoot(r));
+  e.set('CONTEXT_DOCUMENT_ROOT', r.contextDocumentRoot ?? docroot);
   e.set('SERVER_ADMIN', r.server.serverAdmin ?? '[no address given]');
   e.set('SCRIPT_FILENAME', r.filename);
   e.set('REMOTE_PORT', String(r.connection.remotePort));
@@ -105,17 +120,12 @@ export function addCommonVars(r: Request): void {
     }
     if (p.args !== undefined) e.set('REDIRECT_QUERY_STRING', p.args);
   }
-  for (const [k, v] of e) r.subprocessEnv.set(k, v);
 }
 
-/** apr_table_addn keeps a repeated name twice and the script's getenv() finds the first:
- *  the first value wins. */
-function setFirst(e: EnvTable, k: string, v: string): void {
-  if (!e.has(k)) e.set(k, v);
-}
-
-function envToEnv(e: EnvTable, r: Request, name: string, fallback: string | undefined): void {
-  const v = r.subprocessEnv.get(name) ?? process.env[name] ?? fallback;
+/** PATH and LD_LIBRARY_PATH: the table's own value, else the server's environment's, else
+ *  the fallback. */
+function envToEnv(e: EnvTable, name: string, fallback: string | undefined): void {
+  const v = e.get(name) ?? process.env[name] ?? fallback;
   if (v !== undefined) e.set(name, v);
 }
 
@@ -140,7 +150,7 @@ export function findPathInfo(uri: string, pathInfo: string): number {
 
 /** ap_add_cgi_vars: GATEWAY_INTERFACE, SERVER_PROTOCOL, REQUEST_METHOD, QUERY_STRING,
  *  REQUEST_URI, SCRIPT_NAME, PATH_INFO and PATH_TRANSLATED (a subrequest maps PATH_INFO). */
-export async function addCgiVars(r: Request): Promise<void> {
+export function addCgiVars(r: Request): void | Promise<void> {
   const e = r.subprocessEnv;
   e.set('GATEWAY_INTERFACE', 'CGI/1.1');
   e.set('SERVER_PROTOCOL', r.protocol);
@@ -156,10 +166,14 @@ export async function addCgiVars(r: Request): Promise<void> {
     e.set('SCRIPT_NAME', r.uri.slice(0, findPathInfo(r.uri, r.pathInfo)));
     e.set('PATH_INFO', r.pathInfo);
   }
-  if (r.pathInfo !== '') {
-    const pa = await r.rt.lookupUri(r, escapeUri(r.pathInfo));
-    if (pa.filename !== '') e.set('PATH_TRANSLATED', pa.filename + pa.pathInfo);
-  }
+  // Synchronous unless PATH_INFO has to be looked up.
+  if (r.pathInfo !== '') return addPathTranslated(r, e);
+  return undefined;
+}
+
+async function addPathTranslated(r: Request, e: EnvTable): Promise<void> {
+  const pa = await r.rt.lookupUri(r, escapeUri(r.pathInfo));
+  if (pa.filename !== '') e.set('PATH_TRANSLATED', pa.filename + pa.pathInfo);
 }
 
 /** ap_create_environment: NAME=value strings for the child; TZ from the server's own
@@ -195,27 +209,35 @@ export interface ScriptHeaderLog {
   readonly noBuffer?: boolean;
 }
 
-/**
- * ap_scan_script_header_err_core: reads the script's header lines into the response
- * (Content-Type, Status, Location, Last-Modified, Set-Cookie kept apart, the rest merged into
- * the error headers). Returns OK, or 304/412 from the request's conditions when the script set
- * no Status on a GET, or 500 (bad or missing header, logged) / 504 (timed out, logged).
- * `sbuf` receives the last line read (ScriptLog prints it).
- */
-export async function scanScriptHeader(r: Request, gets: ScriptGets, lg: ScriptHeaderLog, sbuf: { line: string }): Promise<number> {
-  const mod = lg.module;
-  const base = r.filename.slice(r.filename.lastIndexOf('/') + 1);
-  let cgiStatus = -1;
-  let first = true;
-  const merge: [string, string][] = [];
-  const cookies: string[] = [];
-  r.errHeadersOut.forEach((name, value) => { if (name.toLowerCase() === 'set-cookie') cookies.push(value); });
-  const trace = r.wantsLog(mod, APLOG_TRACE4);
-  for (;;) {
-    const { line: w, rv } = await gets();
-    sbuf.line = w;
+/** What HeaderScan.line() asks for next. */
+const MORE = -1;
+/** A malformed line with noBuffer: the rest of the output is read away, then malformed(). */
+const DRAIN = -2;
+
+/** ap_scan_script_header_err_core's line-by-line work, for the asynchronous and the
+ *  synchronous readers of the lines. */
+class HeaderScan {
+  private readonly base: string;
+  private cgiStatus = -1;
+  private first = true;
+  private readonly merge: [string, string][] = [];
+  private readonly cookies: string[] = [];
+  private readonly trace: boolean;
+  private readonly mod: string;
+
+  constructor(private readonly r: Request, private readonly lg: ScriptHeaderLog) {
+    this.mod = lg.module;
+    this.base = r.filename.slice(r.filename.lastIndexOf('/') + 1);
+    const cookies = this.cookies;
+    if (r.errHeadersOut.has('Set-Cookie')) r.errHeadersOut.forEach((name, value) => { if (name.toLowerCase() === 'set-cookie') cookies.push(value); });
+    this.trace = r.wantsLog(this.mod, APLOG_TRACE4);
+  }
+
+  /** One line: the status once the header ends or fails, MORE for the next line, DRAIN. */
+  line(w: string, rv: ScriptLine['rv']): number {
+    const { r, mod, base } = this;
     if (rv === 0) {
-      r.log(mod, APLOG_ERR, `${first ? 'End of script output before headers' : 'Premature end of script headers'}: ${base}`);
+      r.log(mod, APLOG_ERR, `${this.first ? 'End of script output before headers' : 'Premature end of script headers'}: ${base}`);
       return 500;
     }
     if (rv === -1) {
@@ -224,30 +246,22 @@ export async function scanScriptHeader(r: Request, gets: ScriptGets, lg: ScriptH
     }
     if (w === '') {
       let cond = OK;
-      if (cgiStatus === -1 && r.method === 'GET') cond = meetsConditions(r);
-      for (const [k, v] of merge) r.errHeadersOut.merge(k, v);
-      if (cookies.length) {
+      if (this.cgiStatus === -1 && r.method === 'GET') cond = meetsConditions(r);
+      for (const [k, v] of this.merge) r.errHeadersOut.merge(k, v);
+      if (this.cookies.length) {
         r.errHeadersOut.unset('Set-Cookie');
-        for (const v of cookies) r.errHeadersOut.add('Set-Cookie', v);
+        for (const v of this.cookies) r.errHeadersOut.add('Set-Cookie', v);
       }
       return cond;
     }
-    if (trace) {
-      if (first) r.log(mod, APLOG_TRACE4, `Headers from script '${base}':`);
+    if (this.trace) {
+      if (this.first) r.log(mod, APLOG_TRACE4, `Headers from script '${base}':`);
       r.log(mod, APLOG_TRACE4, `  ${w}`);
     }
     const colon = w.indexOf(':');
     if (colon < 0) {
-      let bad = w;
-      if (lg.noBuffer === true) {
-        for (;;) {
-          const next = await gets();
-          bad = next.line;
-          if (next.rv !== 1) break;
-        }
-      }
-      r.log(mod, APLOG_ERR, `malformed header from script '${base}': Bad header: ${bad.slice(0, 30)}`);
-      return 500;
+      if (this.lg.noBuffer === true) return DRAIN;
+      return this.malformed(w);
     }
     const name = w.slice(0, colon);
     const l = w.slice(colon + 1).replace(/^[ \t\n\v\f\r]+/, '');
@@ -257,9 +271,9 @@ export async function scanScriptHeader(r: Request, gets: ScriptGets, lg: ScriptH
       const semi = v.indexOf(';');
       r.contentType = semi < 0 ? v.toLowerCase() : v.slice(0, semi).toLowerCase() + v.slice(semi);
     } else if (key === 'status') {
-      cgiStatus = atoi(l);
-      r.status = cgiStatus;
-      if (!(cgiStatus >= 100 && cgiStatus <= 599)) {
+      this.cgiStatus = atoi(l);
+      r.status = this.cgiStatus;
+      if (!(this.cgiStatus >= 100 && this.cgiStatus <= 599)) {
         r.log(mod, APLOG_ERR, `Invalid status line from script '${base}': ${l.slice(0, 30)}`);
       } else if (r.wantsLog(mod, APLOG_TRACE1)) {
         r.log(mod, APLOG_TRACE1, `Status line from script '${base}': ${l.slice(0, 30)}`);
@@ -277,11 +291,61 @@ export async function scanScriptHeader(r: Request, gets: ScriptGets, lg: ScriptH
         r.log(mod, APLOG_INFO, `AH10247: Ignored invalid header value: Last-Modified: '${l}'`);
       }
     } else if (key === 'set-cookie') {
-      cookies.push(l);
+      this.cookies.push(l);
     } else {
-      merge.push([name, l]);
+      this.merge.push([name, l]);
     }
-    first = false;
+    this.first = false;
+    return MORE;
+  }
+
+  /** The malformed-header line (`bad`: the line, or with noBuffer the last one read). */
+  malformed(bad: string): number {
+    this.r.log(this.mod, APLOG_ERR, `malformed header from script '${this.base}': Bad header: ${bad.slice(0, 30)}`);
+    return 500;
   }
 }
 
+/**
+ * ap_scan_script_header_err_core: reads the script's header lines into the response
+ * (Content-Type, Status, Location, Last-Modified, Set-Cookie kept apart, the rest merged into
+ * the error headers). Returns OK, or 304/412 from the request's conditions when the script set
+ * no Status on a GET, or 500 (bad or missing header, logged) / 504 (timed out, logged).
+ * `sbuf` receives the last line read (ScriptLog prints it).
+ */
+export async function scanScriptHeader(r: Request, gets: ScriptGets, lg: ScriptHeaderLog, sbuf: { line: string }): Promise<number> {
+  const scan = new HeaderScan(r, lg);
+  for (;;) {
+    const { line: w, rv } = await gets();
+    sbuf.line = w;
+    const st = scan.line(w, rv);
+    if (st === MORE) continue;
+    if (st !== DRAIN) return st;
+    let bad = w;
+    for (;;) {
+      const next = await gets();
+      bad = next.line;
+      if (next.rv !== 1) break;
+    }
+    return scan.malformed(bad);
+  }
+}
+
+/** scanScriptHeader over lines that are all at hand (a header already read whole). */
+export function scanScriptHeaderSync(r: Request, gets: () => ScriptLine, lg: ScriptHeaderLog, sbuf: { line: string }): number {
+  const scan = new HeaderScan(r, lg);
+  for (;;) {
+    const { line: w, rv } = gets();
+    sbuf.line = w;
+    const st = scan.line(w, rv);
+    if (st === MORE) continue;
+    if (st !== DRAIN) return st;
+    let bad = w;
+    for (;;) {
+      const next = gets();
+      bad = next.line;
+      if (next.rv !== 1) break;
+    }
+    return scan.malformed(bad);
+  }
+}

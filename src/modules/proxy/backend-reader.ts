@@ -62,28 +62,56 @@ export class BackendReader {
     });
   }
 
+  /** The next chunk if one is waiting, null at the end of the stream, undefined when a read
+   *  would wait (no promise: a reader that finds data here goes on at once). */
+  poll(): Buffer | null | undefined {
+    const b = this.queue.shift();
+    if (b !== undefined) {
+      this.queued -= b.length;
+      if (this.queued < HIGH_WATER && this.sock.isPaused()) this.sock.resume();
+      return b;
+    }
+    return this.ended ? null : undefined;
+  }
+
   /** The next chunk; null at the end of the stream (or after an error: see `failure`);
    *  'timeout' after `timeoutMs` without data. */
-  async read(timeoutMs: number): Promise<Buffer | null | 'timeout'> {
-    for (;;) {
-      const b = this.queue.shift();
-      if (b !== undefined) {
-        this.queued -= b.length;
-        if (this.queued < HIGH_WATER && this.sock.isPaused()) this.sock.resume();
-        return b;
-      }
-      if (this.ended) return null;
-      if (this.sock.isPaused()) this.sock.resume();
-      const timedOut = await new Promise<boolean>((res) => {
-        const t = setTimeout(() => { this.wake = undefined; res(true); }, timeoutMs);
-        this.wake = () => { clearTimeout(t); res(false); };
-      });
-      if (timedOut) return 'timeout';
-    }
+  read(timeoutMs: number): Promise<Buffer | null | 'timeout'> {
+    const b = this.poll();
+    if (b !== undefined) return Promise.resolve(b);
+    if (this.sock.isPaused()) this.sock.resume();
+    return new Promise((res) => {
+      const t = setTimeout(() => { this.wake = undefined; res('timeout'); }, timeoutMs);
+      this.wake = () => {
+        clearTimeout(t);
+        const next = this.poll();
+        res(next !== undefined ? next : this.read(timeoutMs));
+      };
+    });
   }
 }
 
 const CLOSED = new Error('socket closed');
+
+/** writeTo without a promise when the stream takes the bytes at once (the usual case):
+ *  the error or undefined then, a promise only when the write has to wait for 'drain'. */
+export function writeNow(sock: ByteStream, buf: Buffer): Error | undefined | Promise<Error | undefined> {
+  if (sock.destroyed) return sock.errored ?? CLOSED;
+  if (buf.length === 0) return undefined;
+  const ok = sock.write(buf);
+  if (sock.destroyed) return sock.errored ?? CLOSED;
+  if (ok) return undefined;
+  return drained(sock);
+}
+
+function drained(sock: ByteStream): Promise<Error | undefined> {
+  return new Promise((res) => {
+    const drained = (): void => { sock.off('close', closed); res(undefined); };
+    const closed = (): void => { sock.off('drain', drained); res(sock.errored ?? CLOSED); };
+    sock.on('drain', drained);
+    sock.on('close', closed);
+  });
+}
 
 /** Writes to the backend: resolves once the stream took the bytes (at once unless it holds
  *  more than its high-water mark: then on 'drain'), with the error when the write failed (a
@@ -95,10 +123,5 @@ export function writeTo(sock: ByteStream, data: Buffer | readonly Buffer[]): Pro
   const ok = sock.write(buf);
   if (sock.destroyed) return Promise.resolve(sock.errored ?? CLOSED);
   if (ok) return Promise.resolve(undefined);
-  return new Promise((res) => {
-    const drained = (): void => { sock.off('close', closed); res(undefined); };
-    const closed = (): void => { sock.off('drain', drained); res(sock.errored ?? CLOSED); };
-    sock.on('drain', drained);
-    sock.on('close', closed);
-  });
+  return drained(sock);
 }

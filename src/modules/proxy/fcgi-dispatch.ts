@@ -8,12 +8,13 @@ import type { Request } from '../../server/request/request.js';
 import { OK } from '../../server/module.js';
 import { APLOG_ERR, APLOG_TRACE1, APLOG_WARNING } from '../../server/log/levels.js';
 import { EOS, FLUSH, FilterError, dataBucket } from '../../server/filters.js';
-import { scanScriptHeader, MAX_STRING_LEN, type ScriptLine } from '../../server/util-script.js';
+import { scanScriptHeaderSync, MAX_STRING_LEN, type ScriptHeaderLog, type ScriptLine } from '../../server/util-script.js';
+import type { MaybePromise } from '../../server/module.js';
 import {
-  FCGI_PARAMS_RECORD_LIMIT, FCGI_RESPONDER, FCGI_KEEP_CONN, FCGI_VERSION_1, FcgiRecordReader, FcgiType, HeaderEndScanner,
-  encodeBeginRequest, encodeParams, encodeStream,
+  FCGI_PARAMS_RECORD_LIMIT, FCGI_RESPONDER, FCGI_KEEP_CONN, FCGI_VERSION_1, FcgiItem, FcgiRecordReader, FcgiType, HeaderEndScanner,
+  encodeRequest, encodeStream,
 } from '../../proxy/protocols/fcgi.js';
-import { BackendReader, writeTo } from './backend-reader.js';
+import { BackendReader, writeNow, writeTo } from './backend-reader.js';
 import type { ByteStream } from '../../proxy/api.js';
 
 export const MODULE = 'proxy_fcgi';
@@ -60,62 +61,37 @@ const REQUEST_ID = 1;
  *  ProxyFCGISetEnvIf fixups). `body` yields the request body (prefetched part first);
  *  `whole`, when the whole body was read ahead (empty when there is none), is that body:
  *  it is sent from there instead. */
-export async function fcgiDoRequest(r: Request, b: FcgiBackend, env: Iterable<readonly [string, string]>, body: () => Promise<Buffer | null>, whole?: Buffer): Promise<FcgiOutcome> {
-  // Step 1: BEGIN_REQUEST.
+export async function fcgiDoRequest(r: Request, b: FcgiBackend, env: ReadonlyMap<string, string>, body: () => Promise<Buffer | null>, whole?: Buffer): Promise<FcgiOutcome> {
+  // Steps 1 and 2: BEGIN_REQUEST and the environment.
   // BEGIN_REQUEST and the environment go out in the same turn of the event loop, in one
   // write, and with them the whole STDIN stream when the body is known (a request without
   // one: its empty STDIN record): the backend's process is held from its accept until it has
   // read them all (PHP-FPM has a few children), and each write wakes it to read a piece.
-  const begin = encodeBeginRequest(REQUEST_ID, FCGI_RESPONDER, b.keepConn ? FCGI_KEEP_CONN : 0);
-  const params = encodeParams(REQUEST_ID, env, FCGI_PARAMS_RECORD_LIMIT);
-  if (whole !== undefined) {
-    const out = [begin, ...params.records, ...stdinRecords(whole, b.ioBufferSize)];
-    const e = await writeTo(b.socket, Buffer.concat(out));
-    if (e !== undefined) {
-      r.log(MODULE, APLOG_ERR, `AH01073: Failed Writing Request to ${b.serverPortStr}:`, r.rt.errno(e));
-      return { status: 503, close: true };
-    }
-    for (const name of params.skipped) {
-      r.log(MODULE, APLOG_WARNING, `AH02536: couldn't encode envvar '${name}' in ${FCGI_PARAMS_RECORD_LIMIT} bytes`);
-    }
-    return dispatch(r, b, NO_BODY, true);
-  }
   // One write: a failure is the first record's (AH01073), as httpd's first send would fail.
-  const e = await writeTo(b.socket, [begin, ...params.records]);
+  const req = encodeRequest(REQUEST_ID, FCGI_RESPONDER, b.keepConn ? FCGI_KEEP_CONN : 0, env, FCGI_PARAMS_RECORD_LIMIT, whole, b.ioBufferSize);
+  let e = writeNow(b.socket, req.data);
+  if (e instanceof Promise) e = await e;
   if (e !== undefined) {
     r.log(MODULE, APLOG_ERR, `AH01073: Failed Writing Request to ${b.serverPortStr}:`, r.rt.errno(e));
     return { status: 503, close: true };
   }
-  // Step 2: the environment.
-  for (const name of params.skipped) {
-    r.log(MODULE, APLOG_WARNING, `AH02536: couldn't encode envvar '${name}' in ${FCGI_PARAMS_RECORD_LIMIT} bytes`);
+  if (req.skipped !== undefined) {
+    for (const name of req.skipped) {
+      r.log(MODULE, APLOG_WARNING, `AH02536: couldn't encode envvar '${name}' in ${FCGI_PARAMS_RECORD_LIMIT} bytes`);
+    }
   }
-  return dispatch(r, b, body, false);
-}
-
-const NO_BODY = (): Promise<Buffer | null> => Promise.resolve(null);
-
-/** The STDIN records of a whole body: pieces of at most ioBufferSize bytes (as the pump sends
- *  them), then the empty record that ends the stream. */
-function stdinRecords(body: Buffer, size: number): Buffer[] {
-  const out: Buffer[] = [];
-  for (let at = 0; at < body.length; at += size) {
-    out.push(...encodeStream(FcgiType.STDIN, REQUEST_ID, body.subarray(at, Math.min(body.length, at + size))));
-  }
-  out.push(...encodeStream(FcgiType.STDIN, REQUEST_ID, EMPTY));
-  return out;
-}
-
-const EMPTY = Buffer.alloc(0);
-
-/** Step 3: the records (and the body's STDIN records unless `stdinSent`). */
-async function dispatch(r: Request, b: FcgiBackend, body: () => Promise<Buffer | null>, stdinSent: boolean): Promise<FcgiOutcome> {
-  const d = new Dispatch(r, b, body, stdinSent);
+  // Step 3: the records (and the body's STDIN records unless the whole body went out).
+  const d = new Dispatch(r, b, body, whole !== undefined);
   const rv = await d.run();
-  if (rv === undefined) return { status: OK, close: !b.keepConn || d.abandoned };
+  return outcome(r, b, d, rv);
+}
+
+/** The handler's status for how the exchange ended. */
+function outcome(r: Request, b: FcgiBackend, d: Dispatch, rv: AprError | undefined): FcgiOutcome {
+  if (rv === undefined) return !b.keepConn || d.abandoned ? CLOSE_OK : KEEP_OK;
   if (r.connection.aborted) {
     if (r.wantsLog(MODULE, APLOG_TRACE1)) r.log(MODULE, APLOG_TRACE1, 'The client aborted the connection.', rv);
-    return { status: OK, close: true };
+    return CLOSE_OK;
   }
   const err = d.err;
   r.log(MODULE, APLOG_ERR, `AH01075: Error dispatching request to ${b.serverPortStr}: ${err !== undefined ? `(${err})` : ''}`, rv);
@@ -125,12 +101,18 @@ async function dispatch(r: Request, b: FcgiBackend, body: () => Promise<Buffer |
       r.connection.keepAlive = false;
       r.eosSent = true;
     }
-    return { status: OK, close: true };
+    return CLOSE_OK;
   }
   if (d.badRequest) return { status: d.badRequestStatus, close: true };
   if (rv === APR_TIMEUP) return { status: 504, close: true };
   return { status: 503, close: true };
 }
+
+const CLOSE_OK: FcgiOutcome = { status: OK, close: true };
+const KEEP_OK: FcgiOutcome = { status: OK, close: false };
+
+/** The message context of the script header scan (the caller keeps no copy of the line). */
+const HEADER_LOG: ScriptHeaderLog = { module: MODULE, noBuffer: true };
 
 class Dispatch {
   err: string | undefined = undefined;
@@ -155,17 +137,23 @@ class Dispatch {
   abandoned = false;
   private stdinError: { rv: AprError; err: string; bad: boolean; status: number } | undefined;
   private done = false;
+  /** Body data was passed on in the current chunk (a flush may follow it). */
+  private mayflush = false;
 
   constructor(private readonly r: Request, private readonly b: FcgiBackend, private readonly body: () => Promise<Buffer | null>, private readonly stdinSent: boolean) {
     this.reader = new BackendReader(b.socket);
   }
 
   /** undefined on success, else the APR error that stopped it (err/badRequest say more). */
-  async run(): Promise<AprError | undefined> {
+  run(): Promise<AprError | undefined> {
     if (this.stdinSent) {
       this.pumpFinished = true;
       return this.readRecords();
     }
+    return this.runWithPump();
+  }
+
+  private async runWithPump(): Promise<AprError | undefined> {
     const pump = this.pumpStdin().finally(() => { this.pumpFinished = true; });
     try {
       return await this.readRecords();
@@ -213,9 +201,10 @@ class Dispatch {
   }
 
   private async readRecords(): Promise<AprError | undefined> {
-    const { r, b } = this;
+    const { b, reader } = this;
     while (!this.done) {
-      const c = await this.reader.read(b.timeoutMs);
+      let c: Buffer | null | 'timeout' | undefined = reader.poll();
+      if (c === undefined) c = await reader.read(b.timeoutMs);
       if (this.stdinError !== undefined) {
         this.err = this.stdinError.err;
         this.badRequest = this.stdinError.bad;
@@ -224,7 +213,8 @@ class Dispatch {
       }
       if (c === 'timeout') { this.err = 'polling'; return APR_TIMEUP; }
       if (c === null) return this.endedEarly();
-      const rv = await this.handleChunk(c);
+      let rv = this.handleChunk(c);
+      if (rv instanceof Promise) rv = await rv;
       if (rv !== undefined) return rv;
     }
     return undefined;
@@ -242,63 +232,93 @@ class Dispatch {
     return rv;
   }
 
-  private async handleChunk(c: Buffer): Promise<AprError | undefined> {
-    const { r } = this;
-    let mayflush = false;
-    const events = this.records.push(c);
-    if (!this.b.keepConn) {
+  /** The records of one chunk, in order; synchronous unless writing to the client waits. */
+  private handleChunk(c: Buffer): MaybePromise<AprError | undefined> {
+    if (!this.b.keepConn && this.records.wouldEndRequest(c)) {
       // The exchange ends in this chunk and the connection is not kept: it is closed before
       // the answer is passed on. The backend's process waits for that close (PHP-FPM reads
       // its connection to the end before it takes the next one), so it is not kept waiting
       // while the client's response is written.
-      for (const ev of events) {
-        if (ev.kind === 'record-end' && ev.header.type === FcgiType.END_REQUEST) { this.b.socket.destroy(); break; }
-      }
+      this.b.socket.destroy();
     }
-    for (const ev of events) {
-      if (ev.kind === 'header') {
-        const h = ev.header;
-        if (h.version !== FCGI_VERSION_1) {
-          r.log(MODULE, APLOG_ERR, `AH01068: Got bogus version ${h.version}`);
-          return APR_EINVAL;
-        }
-        if (h.requestId !== REQUEST_ID) {
-          r.log(MODULE, APLOG_ERR, `AH01069: Got bogus rid ${h.requestId}, expected ${REQUEST_ID}`);
-          return APR_EINVAL;
-        }
-      } else if (ev.kind === 'content') {
-        if (ev.type === FcgiType.STDOUT) {
-          const rv = await this.stdout(ev.data);
-          if (rv !== undefined) return rv;
-          if (this.seenEndOfHeaders) mayflush = true;
-        } else if (ev.type === FcgiType.STDERR) {
-          this.stderrData(ev.data);
-        }
-      } else if (ev.kind === 'record-end') {
-        const h = ev.header;
-        if (h.type === FcgiType.STDOUT && h.contentLength === 0) {
-          if (this.scriptErrorStatus === 200 && !r.eosSent) {
-            this.hasResponded = true;
-            await r.write([EOS]);
-          }
-        } else if (h.type === FcgiType.STDERR) {
-          this.flushStderr();
-        } else if (h.type === FcgiType.END_REQUEST) {
-          this.done = true;
-        } else if (h.type !== FcgiType.STDOUT) {
-          r.log(MODULE, APLOG_ERR, `AH01072: Got bogus record ${h.type}`);
-        }
+    this.records.begin(c);
+    this.mayflush = false;
+    return this.chunkItems();
+  }
+
+  /** The items left in the current chunk, then the chunk's end. */
+  private chunkItems(): MaybePromise<AprError | undefined> {
+    const rd = this.records;
+    for (let it = rd.next(); it !== FcgiItem.None; it = rd.next()) {
+      const rv = this.item(it);
+      if (rv instanceof Promise) {
+        return rv.then((v) => (v !== undefined ? v : this.done ? this.chunkEnd() : this.chunkItems()));
       }
+      if (rv !== undefined) return rv;
       if (this.done) break;
     }
+    return this.chunkEnd();
+  }
+
+  /** One record item (the reader's fields describe it). */
+  private item(it: FcgiItem): MaybePromise<AprError | undefined> {
+    const { r } = this;
+    const rd = this.records;
+    if (it === FcgiItem.Header) {
+      if (rd.version !== FCGI_VERSION_1) {
+        r.log(MODULE, APLOG_ERR, `AH01068: Got bogus version ${rd.version}`);
+        return APR_EINVAL;
+      }
+      if (rd.requestId !== REQUEST_ID) {
+        r.log(MODULE, APLOG_ERR, `AH01069: Got bogus rid ${rd.requestId}, expected ${REQUEST_ID}`);
+        return APR_EINVAL;
+      }
+    } else if (it === FcgiItem.Content) {
+      if (rd.type === FcgiType.STDOUT) {
+        const rv = this.stdout(rd.data);
+        if (rv instanceof Promise) return rv.then((v) => { if (this.seenEndOfHeaders) this.mayflush = true; return v; });
+        if (rv !== undefined) return rv;
+        if (this.seenEndOfHeaders) this.mayflush = true;
+      } else if (rd.type === FcgiType.STDERR) {
+        this.stderrData(rd.data);
+      }
+    } else if (it === FcgiItem.RecordEnd) {
+      const type = rd.type;
+      if (type === FcgiType.STDOUT && rd.contentLength === 0) {
+        if (this.scriptErrorStatus === 200 && !r.eosSent) {
+          this.hasResponded = true;
+          const w = r.write([EOS]);
+          if (w !== undefined) return w.then(NOTHING);
+        }
+      } else if (type === FcgiType.STDERR) {
+        this.flushStderr();
+      } else if (type === FcgiType.END_REQUEST) {
+        this.done = true;
+      } else if (type !== FcgiType.STDOUT) {
+        r.log(MODULE, APLOG_ERR, `AH01072: Got bogus record ${type}`);
+      }
+    }
+    return undefined;
+  }
+
+  /** After a chunk: the error page of ProxyErrorOverride, or a flush (flushpackets). */
+  private chunkEnd(): MaybePromise<AprError | undefined> {
+    const { r } = this;
     if (this.done && this.scriptErrorStatus !== 200) {
       // ProxyErrorOverride: the backend's body was dropped, the local error page goes out.
-      await r.rt.die(r, this.scriptErrorStatus);
       this.hasResponded = true;
-    } else if (mayflush && !this.done && !r.eosSent && this.scriptErrorStatus === 200 && !this.ignoreBody) {
-      // auto: flushed when the backend sends nothing more within flushwait= ms (httpd polls).
-      if (this.b.flushPackets === 'on' || (this.b.flushPackets === 'auto' && !(await this.reader.waitReady(this.b.flushWait)))) await r.write([FLUSH]);
+      const w = r.rt.die(r, this.scriptErrorStatus);
+      return w !== undefined ? w.then(NOTHING) : undefined;
     }
+    if (this.mayflush && !this.done && !r.eosSent && this.scriptErrorStatus === 200 && !this.ignoreBody) {
+      return this.maybeFlush();
+    }
+    return undefined;
+  }
+
+  private async maybeFlush(): Promise<undefined> {
+    // auto: flushed when the backend sends nothing more within flushwait= ms (httpd polls).
+    if (this.b.flushPackets === 'on' || (this.b.flushPackets === 'auto' && !(await this.reader.waitReady(this.b.flushWait)))) await this.r.write([FLUSH]);
     return undefined;
   }
 
@@ -322,37 +342,57 @@ class Dispatch {
     this.r.log(MODULE, APLOG_ERR, `AH01071: Got error '${text}'`);
   }
 
-  private async stdout(data: Buffer): Promise<AprError | undefined> {
+  private stdout(data: Buffer): MaybePromise<AprError | undefined> {
     const { r } = this;
     if (this.seenEndOfHeaders) {
       if (this.scriptErrorStatus === 200 && !this.ignoreBody && data.length > 0) {
         this.hasResponded = true;
-        await r.write([dataBucket(data)]);
+        const w = r.write([dataBucket(data)]);
+        if (w !== undefined) return w.then(NOTHING);
       }
       return undefined;
     }
     // Still in the header: set aside until httpd's state machine sees its end.
-    this.headerParts.push(Buffer.from(data));
-    if (this.scanner.scan(data) < 0) return undefined;
+    const end = this.scanner.scan(data);
+    if (end < 0) {
+      this.headerParts.push(Buffer.from(data));
+      return undefined;
+    }
     this.seenEndOfHeaders = true;
-    const all = Buffer.concat(this.headerParts);
-    this.headerParts.length = 0;
+    let all: Buffer;
+    if (this.headerParts.length === 0) {
+      all = data;
+    } else {
+      this.headerParts.push(data);
+      all = Buffer.concat(this.headerParts);
+      this.headerParts.length = 0;
+    }
     const lines = new BufferLines(all);
-    const status = await scanScriptHeader(r, () => Promise.resolve(lines.gets()), { module: MODULE, noBuffer: true }, { line: '' });
+    const status = scanScriptHeaderSync(r, lines.gets, HEADER_LOG, SBUF);
     // The FastCGI records frame the body: a Content-Length from the script is not trusted.
     if (r.subprocessEnv.get('ap_trust_cgilike_cl') === undefined) r.headersOut.unset('Content-Length');
     r.headersOut.unset('Transfer-Encoding');
     if (status !== OK) {
       this.hasResponded = true;
       r.status = status;
-      await r.write([EOS]);
+      const w = r.write([EOS]);
       if (status === 304 || status === 412) {
         this.ignoreBody = true;
+        if (w !== undefined) return w.then(() => this.afterHeader(lines));
       } else {
-        r.log(MODULE, APLOG_ERR, 'AH01070: Error parsing script headers');
-        return APR_EINVAL;
+        const bad = (): AprError => {
+          r.log(MODULE, APLOG_ERR, 'AH01070: Error parsing script headers');
+          return APR_EINVAL;
+        };
+        return w !== undefined ? w.then(bad) : bad();
       }
     }
+    return this.afterHeader(lines);
+  }
+
+  /** What follows the script's header: ProxyErrorOverride's decision, the body's start. */
+  private afterHeader(lines: BufferLines): MaybePromise<AprError | undefined> {
+    const { r } = this;
     if (this.b.shouldOverride(r.status) && r.isInitialReq()) {
       this.scriptErrorStatus = r.status;
       r.status = 200;
@@ -360,23 +400,40 @@ class Dispatch {
     const rest = lines.rest();
     if (this.scriptErrorStatus === 200 && rest.length > 0 && !this.ignoreBody) {
       this.hasResponded = true;
-      await r.write([dataBucket(rest)]);
+      const w = r.write([dataBucket(rest)]);
+      if (w !== undefined) return w.then(NOTHING);
     }
     return undefined;
   }
 }
 
+const NOTHING = (): undefined => undefined;
+/** Where the header scan leaves the last line (unused here: no ScriptLog). */
+const SBUF = { line: '' };
+
 /** getsfunc_BRIGADE over the header bytes set aside: a line up to LF with every CR dropped;
  *  0 when the data ends before a LF or the line does not fit in MAX_STRING_LEN - 2. */
 class BufferLines {
   private at = 0;
+  readonly gets = (): ScriptLine => this.line();
   constructor(private readonly buf: Buffer) {}
 
-  gets(): ScriptLine {
+  private line(): ScriptLine {
     const max = MAX_STRING_LEN - 2;
+    const buf = this.buf;
+    const from = this.at;
+    const lf = buf.indexOf(0x0a, from);
+    const end = lf < 0 ? buf.length : lf;
+    if (end - from < max) {
+      // Shorter than the limit even with its CRs: taken whole.
+      let line = buf.toString('latin1', from, end);
+      if (line.includes('\r')) line = line.replace(/\r/g, '');
+      this.at = lf < 0 ? end : end + 1;
+      return { line, rv: lf < 0 ? 0 : 1 };
+    }
     let line = '';
-    while (this.at < this.buf.length && line.length < max) {
-      const c = this.buf[this.at++]!;
+    while (this.at < buf.length && line.length < max) {
+      const c = buf[this.at++]!;
       if (c === 0x0a) return { line, rv: 1 };
       if (c !== 0x0d) line += String.fromCharCode(c);
     }

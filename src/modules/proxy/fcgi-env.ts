@@ -104,7 +104,7 @@ export function applyPathinfo(r: Request, path: string): boolean {
 
 /** send_environment up to the records: SCRIPT_FILENAME's prefix, the CGI variables, the
  *  ProxyFCGISetEnvIf fixups. False when a fixup's condition failed (AH10241). */
-export async function buildEnvironment(r: Request, d: FcgiDirConfig | undefined): Promise<boolean> {
+export function buildEnvironment(r: Request, d: FcgiDirConfig | undefined): boolean | Promise<boolean> {
   if (r.filename !== '') {
     let fname: string | undefined;
     if (r.filename.startsWith('proxy:balancer://')) fname = r.filename.slice(17);
@@ -123,7 +123,10 @@ export async function buildEnvironment(r: Request, d: FcgiDirConfig | undefined)
     }
   }
   addCommonVars(r);
-  await addCgiVars(r);
+  // Synchronous unless PATH_TRANSLATED needs a lookup or a fixup waits.
+  const cgi = addCgiVars(r);
+  if (cgi !== undefined) return cgi.then(() => fixCgiVars(r, d));
+  if (d === undefined || d.envFixups.length === 0) return true;
   return fixCgiVars(r, d);
 }
 

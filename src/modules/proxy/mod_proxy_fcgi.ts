@@ -74,6 +74,9 @@ export function fcgiCanon(r: Request, url: string, h: CanonHelpers): number {
   return OK;
 }
 
+/** A request without a body: nothing to send but the empty STDIN record. */
+const NO_BODY = { status: OK, next: (): Promise<Buffer | null> => Promise.resolve(null), whole: Buffer.alloc(0) };
+
 /** The request body as ap_proxy_prefetch_input leaves it: read ahead up to MAX_MEM_SPOOL
  *  bytes before connecting, Content-Length set from it when that was all of it (a chunked
  *  body becomes a counted one), the whole of it spooled when proxy-sendcl asks for a length. */
@@ -107,6 +110,7 @@ async function prefetchBody(r: Request, ioBufferSize: number): Promise<{ status:
   } catch (e) {
     return { status: e instanceof FilterError ? e.status : 400, next: () => Promise.resolve(null), whole: undefined };
   }
+  if (ended && bytes === 0) return NO_BODY;
   // What was read ahead goes out in records of up to ProxyIOBufferSize bytes, however the
   // client's chunks fell (httpd partitions the prefetched brigade by iobuf_size).
   let ahead = pieces.length > 0 ? Buffer.concat(pieces) : null;
@@ -164,7 +168,9 @@ export async function fcgiHandle(r: Request, call: SchemeCall, proxyname = '(nul
       serverPortStr: call.serverPortStr,
       shouldOverride: (s) => call.shouldOverride(s),
     };
-    if (!(await buildEnvironment(r, d))) {
+    let env = buildEnvironment(r, d);
+    if (env instanceof Promise) env = await env;
+    if (!env) {
       r.log(MODULE, APLOG_ERR, `AH01074: Failed writing Environment to ${call.serverPortStr}:`, { code: 20014, text: 'Internal error (specific information not available)' });
       return 503;
     }

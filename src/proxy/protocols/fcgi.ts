@@ -163,6 +163,109 @@ export function encodeParams(requestId: number, env: Iterable<readonly [string, 
   return { records, skipped };
 }
 
+/** Writes a byte string at `at` (short ones byte by byte: cheaper than a call into the
+ *  buffer's native writer); returns the offset after it. */
+function putLatin1(b: Buffer, at: number, s: string): number {
+  const n = s.length;
+  if (n > 24) return at + b.write(s, at, n, 'latin1');
+  for (let i = 0; i < n; i++) b[at + i] = s.charCodeAt(i);
+  return at + n;
+}
+
+function putHeader(b: Buffer, at: number, type: number, requestId: number, contentLength: number): void {
+  b[at] = FCGI_VERSION_1;
+  b[at + 1] = type;
+  b[at + 2] = requestId >> 8;
+  b[at + 3] = requestId & 0xff;
+  b[at + 4] = contentLength >> 8;
+  b[at + 5] = contentLength & 0xff;
+  b[at + 6] = 0;
+  b[at + 7] = 0;
+}
+
+/** What encodeRequest makes: the bytes, and the names encodeParams would have skipped. */
+export interface EncodedRequest {
+  readonly data: Buffer;
+  /** Names of pairs larger than one record could carry, left out (AH02536); undefined: none. */
+  readonly skipped: string[] | undefined;
+}
+
+/**
+ * A whole request in one buffer, byte for byte what encodeBeginRequest, encodeParams and
+ * encodeStream give one after the other: BEGIN_REQUEST, the environment as PARAMS records
+ * (packed as encodeParams packs them), the empty PARAMS record, then — when `stdin` is given —
+ * the body as STDIN records of at most `stdinPiece` bytes (each split at the record limit) and
+ * the empty STDIN record. Written straight from the table, with no per-pair objects.
+ */
+export function encodeRequest(
+  requestId: number, role: number, flags: number, env: ReadonlyMap<string, string>,
+  limit: number, stdin: Buffer | undefined, stdinPiece: number,
+): EncodedRequest {
+  // Pass 1: the size (the records are cut where encodeParams cuts them).
+  let total = FCGI_HEADER_LEN * 2;
+  let size = 0;
+  let skipped: string[] | undefined;
+  env.forEach((v, n) => {
+    const len = lengthSize(n.length) + lengthSize(v.length) + n.length + v.length;
+    if (len > limit) {
+      if (size > 0) { total += FCGI_HEADER_LEN + size; size = 0; }
+      (skipped ??= []).push(n);
+      return;
+    }
+    if (size + len > limit) { total += FCGI_HEADER_LEN + size; size = 0; }
+    size += len;
+  });
+  if (size > 0) total += FCGI_HEADER_LEN + size;
+  total += FCGI_HEADER_LEN;
+  if (stdin !== undefined) {
+    for (let at = 0; at < stdin.length; at += stdinPiece) {
+      const piece = Math.min(stdin.length - at, stdinPiece);
+      total += piece + FCGI_HEADER_LEN * Math.ceil(piece / FCGI_MAX_CONTENT_LEN);
+    }
+    total += FCGI_HEADER_LEN;
+  }
+  const b = Buffer.allocUnsafe(total);
+  // BEGIN_REQUEST.
+  putHeader(b, 0, FcgiType.BEGIN_REQUEST, requestId, 8);
+  b[8] = role >> 8;
+  b[9] = role & 0xff;
+  b[10] = flags;
+  b.fill(0, 11, 16);
+  // Pass 2: the PARAMS records; a record's header is filled in when it is closed.
+  let at = FCGI_HEADER_LEN * 2;
+  let rec = -1;
+  size = 0;
+  env.forEach((v, n) => {
+    const len = lengthSize(n.length) + lengthSize(v.length) + n.length + v.length;
+    if (len > limit || (rec >= 0 && size + len > limit)) {
+      if (rec >= 0) { putHeader(b, rec, FcgiType.PARAMS, requestId, size); rec = -1; size = 0; }
+      if (len > limit) return;
+    }
+    if (rec < 0) { rec = at; at += FCGI_HEADER_LEN; }
+    at = writeLength(b, at, n.length);
+    at = writeLength(b, at, v.length);
+    at = putLatin1(b, at, n);
+    at = putLatin1(b, at, v);
+    size += len;
+  });
+  if (rec >= 0) putHeader(b, rec, FcgiType.PARAMS, requestId, size);
+  putHeader(b, at, FcgiType.PARAMS, requestId, 0);
+  at += FCGI_HEADER_LEN;
+  if (stdin !== undefined) {
+    for (let from = 0; from < stdin.length; from += stdinPiece) {
+      const end = Math.min(stdin.length, from + stdinPiece);
+      for (let p = from; p < end; p += FCGI_MAX_CONTENT_LEN) {
+        const n = Math.min(end - p, FCGI_MAX_CONTENT_LEN);
+        putHeader(b, at, FcgiType.STDIN, requestId, n);
+        at += FCGI_HEADER_LEN;
+        at += stdin.copy(b, at, p, p + n);
+      }
+    }
+    putHeader(b, at, FcgiType.STDIN, requestId, 0);
+  }
+  return { data: b, skipped };
+}
+
 /** Data as records of one stream type (STDIN, or STDOUT/STDERR for an application), split
  *  at the 65535-byte record limit. Empty data gives the one empty record that closes the
  *  stream. */
@@ -190,84 +293,193 @@ export type FcgiEvent =
   | { readonly kind: 'record-end'; readonly header: FcgiHeader }
   | { readonly kind: 'end-request'; readonly requestId: number; readonly appStatus: number; readonly protocolStatus: number };
 
-const enum ReadState { Header, Content, Padding }
+/** What FcgiRecordReader.next() found (its fields then describe it). */
+export const enum FcgiItem {
+  /** The chunk is used up. */
+  None = 0,
+  /** A record header: version, type, requestId, contentLength, paddingLength. */
+  Header = 1,
+  /** A piece of the current record's content: `data`. */
+  Content = 2,
+  /** The END_REQUEST body, read whole: appStatus, protocolStatus. */
+  EndRequest = 3,
+  /** The end of the current record (its padding skipped). */
+  RecordEnd = 4,
+}
 
-/** Streaming reader of FastCGI records. Feed it socket chunks; it returns what they
- *  completed. Only a record header (8 bytes) and an END_REQUEST body (8 bytes) are
- *  collected across chunks; content is sliced from the chunks, never copied or held. */
+const enum ReadState { Header, Content, AfterContent, Padding }
+
+const NO_DATA = Buffer.alloc(0);
+/** wouldEndRequest's copy of a partial header. */
+const scratchHead = Buffer.alloc(FCGI_HEADER_LEN);
+
+/** Streaming reader of FastCGI records. Give it a socket chunk with begin(), then take what
+ *  it completes one item at a time with next() (nothing is allocated per item: the reader's
+ *  fields describe the current record), or all at once as events with push(). Only a record
+ *  header (8 bytes) and an END_REQUEST body (8 bytes) are collected across chunks; content is
+ *  sliced from the chunks, never copied or held. */
 export class FcgiRecordReader {
   private state = ReadState.Header;
-  private readonly head = Buffer.alloc(FCGI_HEADER_LEN);
+  // Slices of Node's shared pool (allocUnsafe): no buffer of their own per reader.
+  private readonly head = Buffer.allocUnsafe(FCGI_HEADER_LEN);
   private headFill = 0;
-  private current: FcgiHeader | undefined;
   private remaining = 0;
+  private readonly endBuf = Buffer.allocUnsafe(8);
   private endBody: Buffer | undefined;
   private endFill = 0;
+  private chunk: Buffer = NO_DATA;
+  private at = 0;
+  /** The current record's header fields. */
+  version = 0;
+  type = 0;
+  requestId = 0;
+  contentLength = 0;
+  paddingLength = 0;
+  /** The content piece of the last Content item. */
+  data: Buffer = NO_DATA;
+  /** The END_REQUEST body of the last EndRequest item. */
+  appStatus = 0;
+  protocolStatus = 0;
 
   /** True between records: the stream may end here cleanly. */
   get atBoundary(): boolean {
     return this.state === ReadState.Header && this.headFill === 0;
   }
 
+  /** The current record's header as an object. */
+  get header(): FcgiHeader {
+    return { version: this.version, type: this.type, requestId: this.requestId, contentLength: this.contentLength, paddingLength: this.paddingLength };
+  }
+
+  /** The next chunk to read from (what was left of the previous one is dropped). */
+  begin(chunk: Buffer): void {
+    this.chunk = chunk;
+    this.at = 0;
+  }
+
+  /** The next item of the chunk given to begin(); None once it is used up. */
+  next(): FcgiItem {
+    const chunk = this.chunk;
+    for (;;) {
+      switch (this.state) {
+        case ReadState.Header: {
+          if (this.at >= chunk.length) return FcgiItem.None;
+          const take = Math.min(FCGI_HEADER_LEN - this.headFill, chunk.length - this.at);
+          chunk.copy(this.head, this.headFill, this.at, this.at + take);
+          this.headFill += take;
+          this.at += take;
+          if (this.headFill < FCGI_HEADER_LEN) return FcgiItem.None;
+          this.headFill = 0;
+          const h = this.head;
+          this.version = h[0]!;
+          this.type = h[1]!;
+          this.requestId = (h[2]! << 8) | h[3]!;
+          this.contentLength = (h[4]! << 8) | h[5]!;
+          this.paddingLength = h[6]!;
+          this.remaining = this.contentLength;
+          if (this.type === FcgiType.END_REQUEST) {
+            this.endBody = this.contentLength <= 8 ? this.endBuf.fill(0) : Buffer.alloc(this.contentLength);
+            this.endFill = 0;
+          }
+          this.state = ReadState.Content;
+          return FcgiItem.Header;
+        }
+        case ReadState.Content: {
+          if (this.remaining === 0) { this.state = ReadState.AfterContent; continue; }
+          if (this.at >= chunk.length) return FcgiItem.None;
+          const take = Math.min(this.remaining, chunk.length - this.at);
+          const from = this.at;
+          this.remaining -= take;
+          this.at += take;
+          if (this.endBody !== undefined) {
+            chunk.copy(this.endBody, this.endFill, from, from + take);
+            this.endFill += take;
+            continue;
+          }
+          this.data = chunk.subarray(from, from + take);
+          return FcgiItem.Content;
+        }
+        case ReadState.AfterContent: {
+          this.remaining = this.paddingLength;
+          this.state = ReadState.Padding;
+          const b = this.endBody;
+          if (b !== undefined) {
+            this.endBody = undefined;
+            this.appStatus = b.readUInt32BE(0);
+            this.protocolStatus = b[4]!;
+            return FcgiItem.EndRequest;
+          }
+          continue;
+        }
+        default: {
+          if (this.remaining === 0) {
+            this.state = ReadState.Header;
+            return FcgiItem.RecordEnd;
+          }
+          if (this.at >= chunk.length) return FcgiItem.None;
+          const take = Math.min(this.remaining, chunk.length - this.at);
+          this.remaining -= take;
+          this.at += take;
+        }
+      }
+    }
+  }
+
+  /** Whether an END_REQUEST record ends within `chunk` (read from where the reader stands,
+   *  nothing consumed). */
+  wouldEndRequest(chunk: Buffer): boolean {
+    let st = this.state;
+    let fill = this.headFill;
+    let rem = this.remaining;
+    let type = this.type;
+    let pad = this.paddingLength;
+    let at = 0;
+    if (st === ReadState.Header && fill > 0) this.head.copy(scratchHead, 0, 0, fill);
+    for (;;) {
+      if (st === ReadState.Header) {
+        if (at >= chunk.length) return false;
+        const take = Math.min(FCGI_HEADER_LEN - fill, chunk.length - at);
+        chunk.copy(scratchHead, fill, at, at + take);
+        fill += take;
+        at += take;
+        if (fill < FCGI_HEADER_LEN) return false;
+        fill = 0;
+        type = scratchHead[1]!;
+        rem = (scratchHead[4]! << 8) | scratchHead[5]!;
+        pad = scratchHead[6]!;
+        st = ReadState.Content;
+      } else if (st === ReadState.Content) {
+        const take = Math.min(rem, chunk.length - at);
+        at += take;
+        rem -= take;
+        if (rem > 0) return false;
+        st = ReadState.Padding;
+        rem = pad;
+      } else if (st === ReadState.AfterContent) {
+        st = ReadState.Padding;
+        rem = pad;
+      } else {
+        const take = Math.min(rem, chunk.length - at);
+        at += take;
+        rem -= take;
+        if (rem > 0) return false;
+        if (type === FcgiType.END_REQUEST) return true;
+        st = ReadState.Header;
+      }
+    }
+  }
+
+  /** Every item of `chunk` as events. */
   push(chunk: Buffer): FcgiEvent[] {
     const events: FcgiEvent[] = [];
-    let at = 0;
-    while (at < chunk.length) {
-      if (this.state === ReadState.Header) {
-        const take = Math.min(FCGI_HEADER_LEN - this.headFill, chunk.length - at);
-        chunk.copy(this.head, this.headFill, at, at + take);
-        this.headFill += take;
-        at += take;
-        if (this.headFill < FCGI_HEADER_LEN) break;
-        this.headFill = 0;
-        const h = decodeHeader(this.head);
-        this.current = h;
-        events.push({ kind: 'header', header: h });
-        this.remaining = h.contentLength;
-        if (h.type === FcgiType.END_REQUEST) { this.endBody = Buffer.alloc(Math.max(8, h.contentLength)); this.endFill = 0; }
-        this.state = ReadState.Content;
-        this.afterContent(events);
-        continue;
-      }
-      const h = this.current!;
-      if (this.state === ReadState.Content) {
-        const take = Math.min(this.remaining, chunk.length - at);
-        if (this.endBody !== undefined) {
-          chunk.copy(this.endBody, this.endFill, at, at + take);
-          this.endFill += take;
-        } else {
-          events.push({ kind: 'content', type: h.type, requestId: h.requestId, data: chunk.subarray(at, at + take) });
-        }
-        this.remaining -= take;
-        at += take;
-        this.afterContent(events);
-        continue;
-      }
-      // Padding: skipped.
-      const take = Math.min(this.remaining, chunk.length - at);
-      this.remaining -= take;
-      at += take;
-      if (this.remaining === 0) this.finishRecord(events);
+    this.begin(chunk);
+    for (let it = this.next(); it !== FcgiItem.None; it = this.next()) {
+      if (it === FcgiItem.Header) events.push({ kind: 'header', header: this.header });
+      else if (it === FcgiItem.Content) events.push({ kind: 'content', type: this.type, requestId: this.requestId, data: this.data });
+      else if (it === FcgiItem.EndRequest) events.push({ kind: 'end-request', requestId: this.requestId, appStatus: this.appStatus, protocolStatus: this.protocolStatus });
+      else events.push({ kind: 'record-end', header: this.header });
     }
     return events;
-  }
-
-  private afterContent(events: FcgiEvent[]): void {
-    if (this.state !== ReadState.Content || this.remaining > 0) return;
-    const h = this.current!;
-    if (this.endBody !== undefined) {
-      const b = this.endBody;
-      this.endBody = undefined;
-      events.push({ kind: 'end-request', requestId: h.requestId, appStatus: b.readUInt32BE(0), protocolStatus: b[4]! });
-    }
-    this.remaining = h.paddingLength;
-    this.state = ReadState.Padding;
-    if (this.remaining === 0) this.finishRecord(events);
-  }
-
-  private finishRecord(events: FcgiEvent[]): void {
-    events.push({ kind: 'record-end', header: this.current! });
-    this.state = ReadState.Header;
   }
 }
 

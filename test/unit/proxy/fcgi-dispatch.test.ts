@@ -98,7 +98,7 @@ async function exchange(answer: (stdin: Buffer) => Buffer | 'silent' | 'close', 
     const res = await fcgiDoRequest(r, {
       socket, timeoutMs: opts.timeoutMs ?? 5000, ioBufferSize: 8192, flushPackets: 'off', flushWait: 10, keepConn: false, serverPortStr: ':80',
       shouldOverride: (s) => (opts.override ?? []).includes(s),
-    }, [['A', 'b']], () => r.read());
+    }, new Map([['A', 'b']]), () => r.read());
     status = res.status;
     socket.destroy();
   });
@@ -211,7 +211,7 @@ async function flushRun(flushPackets: 'on' | 'off' | 'auto', flushWait: number, 
     const socket = await connect((srv.address() as net.AddressInfo).port);
     await fcgiDoRequest(r, {
       socket, timeoutMs: 5000, ioBufferSize: 8192, flushPackets, flushWait, keepConn: false, serverPortStr: ':80', shouldOverride: () => false,
-    }, [['A', 'b']], () => r.read());
+    }, new Map([['A', 'b']]), () => r.read());
     socket.destroy();
   } finally {
     srv.close();

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import {
   FcgiType, FCGI_RESPONDER, FCGI_KEEP_CONN, FcgiRecordReader, FcgiPairDecoder, HeaderEndScanner,
-  encodeBeginRequest, encodeEndRequest, encodeHeader, encodeParams, encodePair, encodeStream, decodeHeader,
+  encodeBeginRequest, encodeEndRequest, encodeHeader, encodeParams, encodePair, encodeRequest, encodeStream, decodeHeader,
   type FcgiEvent,
 } from '../../../src/proxy/protocols/fcgi.js';
 import { encodeScgiHeader, ScgiHeaderReader } from '../../../src/proxy/protocols/scgi.js';
@@ -209,5 +209,57 @@ test('fuzz: encode then decode gives the environment back, whatever its bytes (b
     assert.equal(s?.env.length, scgiEnv.length + 2);
     const u = encodeUwsgiPacket(env);
     if (u.ok) assert.deepEqual(new UwsgiPacketReader().push(u.packet)?.env, env);
+  }
+});
+
+test('fuzz: encodeRequest gives the bytes of BEGIN_REQUEST, encodeParams and encodeStream one after the other (bounded)', () => {
+  for (let round = 0; round < 300; round++) {
+    const env = new Map<string, string>();
+    const n = rnd(14);
+    for (let i = 0; i < n; i++) {
+      const name = 'N' + String(i) + 'x'.repeat(rnd(3) === 0 ? 130 + rnd(200) : rnd(30));
+      let value = '';
+      const vl = rnd(4) === 0 ? rnd(3000) : rnd(40);
+      for (let j = 0; j < vl; j++) value += String.fromCharCode(1 + rnd(255));
+      env.set(name, value);
+    }
+    const limit = 64 + rnd(4000);
+    const flags = rnd(2) === 0 ? FCGI_KEEP_CONN : 0;
+    const body = rnd(3) === 0 ? undefined : Buffer.alloc(rnd(3) === 0 ? rnd(200000) : rnd(50), 0x61 + rnd(26));
+    const piece = 512 + rnd(90000);
+    const params = encodeParams(7, env, limit);
+    const stdin: Buffer[] = [];
+    if (body !== undefined) {
+      for (let at = 0; at < body.length; at += piece) stdin.push(...encodeStream(FcgiType.STDIN, 7, body.subarray(at, Math.min(body.length, at + piece))));
+      stdin.push(...encodeStream(FcgiType.STDIN, 7, Buffer.alloc(0)));
+    }
+    const want = Buffer.concat([encodeBeginRequest(7, FCGI_RESPONDER, flags), ...params.records, ...stdin]);
+    const got = encodeRequest(7, FCGI_RESPONDER, flags, env, limit, body, piece);
+    assert.ok(got.data.equals(want), `round ${round}`);
+    assert.deepEqual(got.skipped ?? [], params.skipped);
+  }
+});
+
+test('fuzz: wouldEndRequest tells, chunk by chunk, whether the END_REQUEST record ends in it (bounded)', () => {
+  for (let round = 0; round < 200; round++) {
+    const wire = Buffer.concat([
+      ...encodeStream(FcgiType.STDERR, 1, Buffer.alloc(rnd(30), 0x65)),
+      ...encodeStream(FcgiType.STDOUT, 1, Buffer.alloc(rnd(300), 0x62), 1 + rnd(8)),
+      ...encodeStream(FcgiType.STDOUT, 1, Buffer.alloc(0)),
+      encodeEndRequest(1, rnd(4), 0),
+    ]);
+    const rd = new FcgiRecordReader();
+    let told = 0;
+    let ended = 0;
+    for (const c of cuts(wire)) {
+      const will = rd.wouldEndRequest(c);
+      const ev = rd.push(c);
+      const ends = ev.some((e) => e.kind === 'record-end' && e.header.type === FcgiType.END_REQUEST);
+      assert.equal(will, ends);
+      if (will) told++;
+      if (ends) ended++;
+    }
+    assert.equal(told, 1);
+    assert.equal(ended, 1);
   }
 });
