@@ -120,6 +120,39 @@ export async function stopSideChild(child: ChildProcess): Promise<void> {
   clearTimeout(t);
 }
 
+/** Clock ticks per second of /proc's utime and stime (getconf CLK_TCK; 100 on Linux). */
+let clkTck = 0;
+
+/**
+ * CPU time (ms) that process `pid` and its descendants have used so far: utime + stime of each
+ * from /proc (Linux), the children found through /proc/PID/task/TID/children; null where /proc
+ * cannot tell (another system, the process gone).
+ */
+export function treeCpuMs(pid: number): number | null {
+  if (clkTck === 0) clkTck = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+  let ticks = 0;
+  const seen = new Set<number>();
+  const visit = (p: number): boolean => {
+    if (seen.has(p)) return true;
+    seen.add(p);
+    let stat: string;
+    try { stat = fs.readFileSync(`/proc/${p}/stat`, 'latin1'); } catch { return false; }
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(f[11]) + Number(f[12]);
+    let tasks: string[] = [];
+    try { tasks = fs.readdirSync(`/proc/${p}/task`); } catch { /* gone meanwhile */ }
+    for (const t of tasks) {
+      let kids = '';
+      try { kids = fs.readFileSync(`/proc/${p}/task/${t}/children`, 'latin1'); } catch { continue; }
+      for (const k of kids.split(' ')) if (k !== '') visit(Number(k));
+    }
+    return true;
+  };
+  if (!visit(pid)) return null;
+  return (ticks * 1000) / clkTck;
+}
+
 /** Stops whatever the side scenarios started (the runner's signal handler). */
 export async function stopSideChildren(): Promise<void> {
   await Promise.all([...children].map((c) => stopSideChild(c)));

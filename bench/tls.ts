@@ -4,7 +4,11 @@
 //  - tls-1k: a 1 KB file over keep-alive TLS 1.3 connections (wrk);
 //  - tls-handshake: a new TLS 1.3 connection for every request (GET /1k.html, Connection:
 //    close), measured twice: full handshakes (no session offered) and resumed ones (the
-//    session ticket of the previous connection offered), by a small client in this process.
+//    session ticket of the previous connection offered), by a small client in this process
+//    (the runner, pinned to the load tool's CPUs). Each of those rows also gives the CPU time
+//    per connection of the server's processes (/proc) and of the client, and how busy the
+//    client was: a client near 100 % is the limit of the rate, which then says nothing about
+//    the servers; their CPU per connection still does.
 // Node built-ins only; every process started here is stopped by its pid.
 
 import * as fs from 'node:fs';
@@ -12,7 +16,7 @@ import * as path from 'node:path';
 import * as tls from 'node:tls';
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import {
-  APACHE_BIN, freePort, makeSideSite, startSideServer, stopSideChild, stopSideChildren, runLoadTool, ratioTable, type SideServerName, type SideServerOptions,
+  APACHE_BIN, freePort, makeSideSite, startSideServer, stopSideChild, stopSideChildren, runLoadTool, ratioTable, treeCpuMs, type SideServerName, type SideServerOptions,
 } from './side-servers.js';
 
 export type TlsScenarioName = 'tls-1k' | 'tls-handshake';
@@ -39,6 +43,12 @@ export interface TlsRow {
   perSec: number | null;
   /** tls-handshake resumed: the share of connections the server actually resumed */
   resumedPct?: number;
+  /** tls-handshake: CPU time (utime + stime) of the server's processes per connection, µs */
+  serverUsPerConn?: number;
+  /** tls-handshake: CPU time of the client (this process) per connection, µs */
+  clientUsPerConn?: number;
+  /** tls-handshake: the client's CPU time over the run's wall time, % of one CPU */
+  clientBusyPct?: number;
   errors: number;
   note?: string;
 }
@@ -95,13 +105,27 @@ function fetchOnce(port: number, session: Buffer | undefined): Promise<Fetched> 
   });
 }
 
+interface HandshakeRun {
+  perSec: number;
+  resumedPct: number;
+  errors: number;
+  /** µs of CPU per connection: the server's process tree (undefined where /proc cannot tell) and this client */
+  serverUs: number | undefined;
+  clientUs: number;
+  /** the client's CPU time over the wall time, % */
+  clientBusyPct: number;
+}
+
 /** Connections per second over `seconds`, `conc` loops, each connection new; with `resume`
- *  each loop offers the session of its previous connection. */
-async function handshakes(port: number, conc: number, seconds: number, resume: boolean): Promise<{ perSec: number; resumedPct: number; errors: number }> {
+ *  each loop offers the session of its previous connection. `serverPid`: the server whose
+ *  process tree's CPU time is counted. */
+async function handshakes(port: number, conc: number, seconds: number, resume: boolean, serverPid: number | undefined): Promise<HandshakeRun> {
   const end = Date.now() + seconds * 1000;
   let done = 0;
   let reused = 0;
   let errors = 0;
+  const server0 = serverPid === undefined ? null : treeCpuMs(serverPid);
+  const client0 = process.cpuUsage();
   const started = Date.now();
   await Promise.all(Array.from({ length: conc }, async () => {
     let session: Buffer | undefined;
@@ -118,7 +142,24 @@ async function handshakes(port: number, conc: number, seconds: number, resume: b
     }
   }));
   const el = (Date.now() - started) / 1000;
-  return { perSec: done / el, resumedPct: done === 0 ? 0 : Math.round((100 * reused) / done), errors };
+  const server1 = serverPid === undefined ? null : treeCpuMs(serverPid);
+  const client = process.cpuUsage(client0);
+  const clientMs = (client.user + client.system) / 1000;
+  const n = Math.max(1, done);
+  return {
+    perSec: done / el,
+    resumedPct: done === 0 ? 0 : Math.round((100 * reused) / done),
+    errors,
+    serverUs: server0 === null || server1 === null ? undefined : Math.round(((server1 - server0) * 1000) / n),
+    clientUs: Math.round((clientMs * 1000) / n),
+    clientBusyPct: Math.round(clientMs / (el * 10)),
+  };
+}
+
+/** One tls-handshake result as printed: rate, CPU per connection, the client's load. */
+function describeRun(r: HandshakeRun): string {
+  const cpu = r.serverUs === undefined ? '' : `server ${r.serverUs} µs, `;
+  return `${r.perSec.toFixed(0).padStart(6)} conn/s (CPU per connection: ${cpu}client ${r.clientUs} µs; client ${r.clientBusyPct} % busy)`;
 }
 
 /** wrk over https; requests per second and errors. */
@@ -159,12 +200,17 @@ export async function runTlsBench(o: TlsBenchOptions): Promise<TlsRow[]> {
               rows.push({ scenario, server: name, connections: c, perSec: r.perSec, errors: r.errors });
               o.write(`   ${name.padEnd(14)} ${r.perSec.toFixed(0).padStart(7)} req/s${r.errors > 0 ? `  errors ${r.errors}` : ''}`);
             } else {
-              await handshakes(port, c, Math.max(1, o.warmupS), false);
-              const full = await handshakes(port, c, o.durationS, false);
-              const res = await handshakes(port, c, o.durationS, true);
-              rows.push({ scenario: 'tls-handshake full', server: name, connections: c, perSec: full.perSec, resumedPct: full.resumedPct, errors: full.errors });
-              rows.push({ scenario: 'tls-handshake resumed', server: name, connections: c, perSec: res.perSec, resumedPct: res.resumedPct, errors: res.errors });
-              o.write(`   ${name.padEnd(14)} full ${full.perSec.toFixed(0).padStart(6)} conn/s   resumed ${res.perSec.toFixed(0).padStart(6)} conn/s (${res.resumedPct}% resumed)${full.errors + res.errors > 0 ? `  errors ${full.errors + res.errors}` : ''}`);
+              await handshakes(port, c, Math.max(1, o.warmupS), false, undefined);
+              const full = await handshakes(port, c, o.durationS, false, child.pid);
+              const res = await handshakes(port, c, o.durationS, true, child.pid);
+              for (const [what, r] of [['full', full], ['resumed', res]] as const) {
+                rows.push({
+                  scenario: `tls-handshake ${what}`, server: name, connections: c, perSec: r.perSec, resumedPct: r.resumedPct, errors: r.errors,
+                  serverUsPerConn: r.serverUs, clientUsPerConn: r.clientUs, clientBusyPct: r.clientBusyPct,
+                });
+              }
+              o.write(`   ${name.padEnd(14)} full    ${describeRun(full)}${full.errors > 0 ? `  errors ${full.errors}` : ''}`);
+              o.write(`   ${''.padEnd(14)} resumed ${describeRun(res)}, ${res.resumedPct}% resumed${res.errors > 0 ? `  errors ${res.errors}` : ''}`);
             }
           } catch (e) {
             const msg = e instanceof Error ? e.message : String(e);
@@ -181,7 +227,26 @@ export async function runTlsBench(o: TlsBenchOptions): Promise<TlsRow[]> {
   }
   o.write('');
   o.write(tlsTable(rows));
+  const cpu = handshakeCpuTable(rows);
+  if (cpu !== '') o.write('\n' + cpu);
   return rows;
+}
+
+/** The tls-handshake rows by the server's CPU per connection, with the ratio to Apache's
+ *  (plume's CPU / Apache's: below 1 is less CPU), and a warning where the client was the limit. */
+export function handshakeCpuTable(rows: readonly TlsRow[]): string {
+  const hs = rows.filter((r) => r.serverUsPerConn !== undefined);
+  if (hs.length === 0) return '';
+  const out = ['| TLS scenario | c | server | server CPU per connection | / Apache | client CPU per connection | client busy |', '|---|---:|---|---:|---:|---:|---:|'];
+  let bound = false;
+  for (const r of hs) {
+    const a = hs.find((x) => x.scenario === r.scenario && x.connections === r.connections && x.server === 'apache');
+    const ratio = a?.serverUsPerConn ? `${(r.serverUsPerConn! / a.serverUsPerConn).toFixed(2)}×` : '—';
+    if ((r.clientBusyPct ?? 0) >= 90) bound = true;
+    out.push(`| ${r.scenario} | ${r.connections} | ${r.server} | ${r.serverUsPerConn} µs | ${ratio} | ${r.clientUsPerConn ?? '—'} µs | ${r.clientBusyPct ?? '—'} % |`);
+  }
+  if (bound) out.push('', 'The client was 90 % busy or more in a run: there the rate is the client\'s limit; compare the servers by their CPU per connection.');
+  return out.join('\n');
 }
 
 /** The table: per scenario and connections, each server's rate and its ratio to Apache's. */
