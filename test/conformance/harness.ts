@@ -352,11 +352,18 @@ function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-/** A free port in 20000-29999 (always five digits, so lengths are stable). */
+/** Ports this process has handed out: cases run concurrently, and a port found free but not
+ *  yet bound by one case's server must not be handed to another. */
+const handedOut = new Set<number>();
+
+/** A free port in 20000-29999 (always five digits, so lengths are stable), never one this
+ *  process handed out before (until most of the range has been). */
 export async function freePort(exclude: number[] = []): Promise<number> {
+  if (handedOut.size > 8000) handedOut.clear();
   for (let i = 0; i < 200; i++) {
     const p = 20000 + Math.floor(Math.random() * 10000);
-    if (exclude.includes(p)) continue;
+    if (exclude.includes(p) || handedOut.has(p)) continue;
+    handedOut.add(p);
     if (await portIsFree(p)) return p;
   }
   throw new Error('no free port found');
@@ -1026,6 +1033,14 @@ function fileSize(p: string): number {
   }
 }
 
+function fileHas(p: string, text: string): boolean {
+  try {
+    return fs.readFileSync(p, 'latin1').includes(text);
+  } catch {
+    return false;
+  }
+}
+
 function newLines(p: string, from: number): string[] {
   let data: Buffer;
   try {
@@ -1127,6 +1142,11 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
       const code = await server.exited;
       return { startup: { exitCode: code, stderr: normStderr(server.stderr(), ctx) } };
     }
+    // The listening socket accepts before the server has logged that it is ready (AH00489, a
+    // notice every LogLevel shows); that line belongs to the start, not to the first request.
+    // Wait for it (a configuration that logs elsewhere: at most 2 s), then a little longer.
+    const noticeDeadline = Date.now() + 2000;
+    while (Date.now() < noticeDeadline && !fileHas(path.join(root, ERROR_LOG), 'resuming normal operations')) await sleep(10);
     await sleep(50);
     const stderrAtStart = normStderr(server.stderr(), ctx);
 
