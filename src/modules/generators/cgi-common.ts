@@ -6,7 +6,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
-import type { Readable, Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Request } from '../../server/request/request.js';
 import { DECLINED, OK, type HookResult } from '../../server/module.js';
 import { coreDir } from '../../server/core/core-module.js';
@@ -18,6 +18,8 @@ import { EOS, FLUSH, FilterError, dataBucket } from '../../server/filters.js';
 import {
   addCgiVars, addCommonVars, createEnvironment, scanScriptHeader, MAX_STRING_LEN, type ScriptLine,
 } from '../../server/util-script.js';
+import { runScript, type StderrSink } from './cgi-spawner.js';
+import type { TcpStream } from '../../server/http/tcp-stream.js';
 
 /** httpd's CGI_MAGIC_TYPE: a content type that also selects the CGI handler. */
 export const CGI_MAGIC_TYPE = 'application/x-httpd-cgi';
@@ -68,11 +70,29 @@ export interface CgiFlavour {
   start?(r: Request, argv: string[], env: Record<string, string>, cwd: string): Promise<ScriptProcess | number>;
 }
 
+/** A script's stdin: a pipe, or the connection a daemon or the spawner handed it. */
+export interface ScriptInput {
+  /** `done` once the piece is taken (with the error when the script stopped reading). */
+  write(b: Buffer, done: (e: Error | null | undefined) => void): unknown;
+  end(): unknown;
+}
+
+/** A script's stdout (a Node stream, or a TcpStream). */
+export interface ScriptStdout {
+  on(event: 'data', fn: (chunk: Buffer) => void): unknown;
+  on(event: 'end' | 'close', fn: () => void): unknown;
+  on(event: 'error', fn: (err: Error) => void): unknown;
+  pause(): unknown;
+  resume(): unknown;
+  isPaused(): boolean;
+}
+
 /** A running script's pipes, wherever it runs. */
 export interface ScriptProcess {
-  readonly stdin: Writable;
-  readonly stdout: Readable;
-  readonly stderr: Readable;
+  readonly stdin: ScriptInput;
+  readonly stdout: ScriptStdout;
+  /** Hands its stderr to `sink`. */
+  stderr(sink: StderrSink): void;
   /** Called with the error when the script could not be executed. */
   onExecError(fn: (e: NodeJS.ErrnoException) => void): void;
   /** Settles once stdin may be written to (mod_cgid: the daemon has handed the connection to
@@ -125,7 +145,7 @@ class ScriptOutput {
   private queued = 0;
   private ended = false;
   private wake: (() => void) | null = null;
-  constructor(private readonly stream: Readable) {
+  constructor(private readonly stream: ScriptStdout) {
     stream.on('data', (c: Buffer) => {
       this.chunks.push(c);
       this.queued += c.length;
@@ -175,31 +195,26 @@ class ScriptOutput {
 
 /** The script's stderr: each line goes to the error log (log_script_err) while the request
  *  runs, or into the ScriptLog's %stderr part once the request has failed. */
-class ScriptErrors {
+class ScriptErrors implements StderrSink {
   private partial = '';
   private ended = false;
   private readonly endWaiters: (() => void)[] = [];
   /** Set when the lines go to the ScriptLog (log_script) instead of the error log. */
   collect: string[] | null = null;
-  constructor(stream: Readable | null, private readonly onLine: (line: string) => void, private readonly rewrite: ((raw: string) => string) | null = null) {
-    if (stream === null) { this.ended = true; return; }
-    stream.setEncoding('latin1');
-    stream.on('data', (s: string) => this.take(s));
-    const end = (): void => {
-      if (this.ended) return;
-      if (this.partial !== '') { const p = this.partial; this.partial = ''; this.emit(p); }
-      this.ended = true;
-      for (const w of this.endWaiters.splice(0)) w();
-    };
-    stream.on('end', end);
-    stream.on('close', end);
-    stream.on('error', end);
+  constructor(private readonly onLine: (line: string) => void, private readonly rewrite: ((raw: string) => string) | null = null) {}
+  /** The end of stderr. */
+  end(): void {
+    if (this.ended) return;
+    if (this.partial !== '') { const p = this.partial; this.partial = ''; this.emit(p); }
+    this.ended = true;
+    for (const w of this.endWaiters.splice(0)) w();
   }
   /** A line as it would come from the child (for an exec failure). */
   inject(line: string): void {
-    this.take(line + '\n');
+    this.write(line + '\n');
   }
-  private take(s: string): void {
+  /** Text of stderr as it comes (latin1). */
+  write(s: string): void {
     let buf = this.partial + s;
     for (;;) {
       const nl = buf.indexOf('\n');
@@ -272,26 +287,70 @@ async function runChild(fl: CgiFlavour, r: Request, argv: string[], env: Record<
       return e === null ? raw : fl.execFailure(r.filename, e) + '\n';
     }
     : null;
+  const fullArgv = [cmd.limited ? cmd.file : argv[0]!, ...cmd.args];
   let child: ScriptProcess;
   if (fl.start !== undefined) {
-    const started = await fl.start(r, cmd.limited ? [cmd.file, ...cmd.args] : argv, env, dir);
+    const started = await fl.start(r, fullArgv, env, dir);
     if (typeof started === 'number') return started;
     child = started;
   } else {
-    const proc = spawn(cmd.file, cmd.args, {
-      argv0: cmd.limited ? undefined : argv[0], cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true,
-    });
-    child = {
-      stdin: proc.stdin!, stdout: proc.stdout!, stderr: proc.stderr!,
-      onExecError: (fn) => { proc.on('error', fn); },
-      reap: () => { reap(proc); },
-    };
+    // The spawner forks it (cgi-spawner.ts): a fork of this large process costs far more.
+    // DIFFERENCE: the script's parent is the spawner, its stdin and stdout one socket.
+    const s = await runScript(cmd.file, fullArgv, env, dir);
+    child = s !== null ? {
+      stdin: connInput(s.conn), stdout: s.conn, stderr: (sink) => { s.stderr(sink); },
+      onExecError: (fn) => { s.onExecError(fn); }, reap: () => { s.reap(); },
+    } : spawnHere(cmd.file, cmd.args, cmd.limited ? undefined : argv[0], dir, env);
   }
-  const err = new ScriptErrors(child.stderr, (line) => { logScriptError(fl, r, r.status, 'AH01215: ', line); }, rewrite);
+  const err = new ScriptErrors((line) => { logScriptError(fl, r, r.status, 'AH01215: ', line); }, rewrite);
+  child.stderr(err);
   const out = new ScriptOutput(child.stdout);
   child.onExecError((e) => { err.inject(fl.execFailure(r.filename, e)); });
-  child.stdin.on('error', () => { /* the script stopped reading: reported on write */ });
   return { child, out, err };
+}
+
+/** The script spawned from this process, with pipes (no spawner). */
+function spawnHere(file: string, args: string[], argv0: string | undefined, cwd: string, env: Record<string, string>): ScriptProcess {
+  const proc = spawn(file, args, { argv0, cwd, env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+  proc.stdin!.on('error', () => { /* the script stopped reading: reported on write */ });
+  return {
+    stdin: proc.stdin!, stdout: proc.stdout!, stderr: (sink) => { streamStderr(proc.stderr!, sink); },
+    onExecError: (fn) => { proc.on('error', fn); },
+    reap: () => { reap(proc); },
+  };
+}
+
+/** A stderr pipe's text into `sink`. */
+export function streamStderr(stream: Readable, sink: StderrSink): void {
+  stream.setEncoding('latin1');
+  stream.on('data', (s: string) => sink.write(s));
+  const end = (): void => sink.end();
+  stream.on('end', end);
+  stream.on('close', end);
+  stream.on('error', end);
+}
+
+/** The spawner's connection as the script's stdin: a piece is taken once the connection has
+ *  it (or, past its high-water mark, once it drained); a failed write (the script stopped
+ *  reading) is reported to that piece and every later one, while its output is still read. */
+function connInput(conn: TcpStream): ScriptInput {
+  let failed: Error | null = null;
+  const waiting: ((e: Error | null | undefined) => void)[] = [];
+  const settle = (e: Error | undefined): void => { for (const w of waiting.splice(0)) w(e); };
+  conn.onWriteError = (e) => { failed = e; settle(e); };
+  conn.on('drain', () => settle(undefined));
+  conn.on('close', () => {
+    failed ??= Object.assign(new Error('write EPIPE'), { errno: -32, code: 'EPIPE', syscall: 'write' });
+    settle(failed);
+  });
+  return {
+    write(b, done) {
+      if (failed !== null) { done(failed); return; }
+      if (conn.write(b)) { done(undefined); return; }
+      if (failed !== null) done(failed); else waiting.push(done);
+    },
+    end() { conn.end(); },
+  };
 }
 
 let prlimitWarned = false;
@@ -372,7 +431,7 @@ export async function cgiHandler(fl: CgiFlavour, r: Request): Promise<HookResult
 
 /** Writes one piece to the script's stdin and waits until the pipe took it; the error when
  *  the script stopped reading. */
-function writeAll(stdin: Writable, b: Buffer, timeout: number): Promise<{ code: number; text: string } | Error | undefined> {
+function writeAll(stdin: ScriptInput, b: Buffer, timeout: number): Promise<{ code: number; text: string } | Error | undefined> {
   return new Promise((res) => {
     // A script that does not read for Timeout seconds is given up on, as APR's pipe timeout does.
     const t = setTimeout(() => res({ code: 70007, text: 'The timeout specified has expired' }), timeout);

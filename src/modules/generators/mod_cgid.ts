@@ -26,6 +26,8 @@ import { errnoOf } from '../../server/log/error-log.js';
 import { unixdConfig, lookupName, idFromNumber } from '../arch/unix/mod_unixd.js';
 import { DAEMON_ENV, type CgidDaemonOptions } from './cgid-daemon.js';
 import { runThroughDaemon } from './cgid-client.js';
+import type { StderrSink } from './cgi-spawner.js';
+import { streamStderr } from './cgi-common.js';
 
 /** httpd's DEFAULT_SCRIPTSOCK, under DefaultRuntimeDir. */
 const DEFAULT_SCRIPTSOCK = 'cgisock';
@@ -134,7 +136,10 @@ async function startScript(r: Request, argv: string[], env: Record<string, strin
   try {
     const s = await runThroughDaemon(scriptSockPath(r.rt.ctx), { file: argv[0] ?? r.filename, argv, cwd, env }, CONNECT_ATTEMPTS);
     s.ready.catch(() => { /* the body loop sees it */ });
-    return { stdin: s.stdin, stdout: s.stdout, stderr: s.stderr, ready: s.ready, onExecError: s.onExecError, reap: () => { s.close(); } };
+    return {
+      stdin: s.stdin, stdout: s.stdout, stderr: (sink: StderrSink) => { streamStderr(s.stderr, sink); },
+      ready: s.ready, onExecError: s.onExecError, reap: () => { s.close(); },
+    };
   } catch (e) {
     r.log('cgid', APLOG_ERR, `AH01257: stderr from ${r.filename}: unable to connect to cgi daemon after multiple tries`, r.rt.errno(e));
     return 503;

@@ -52,6 +52,7 @@ export interface StreamHandle {
   writeAsciiString(req: WriteReq, data: string): number;
   shutdown(req: ShutdownReq): number;
   close(callback: () => void): void;
+  unref(): void;
 }
 
 /** A TCP connection's handle (Node's TCPWrap): a stream handle with the socket's calls. */
@@ -147,6 +148,10 @@ export class TcpStream {
   private local: Address | null;
   private reader: ((data: Buffer) => void) | null = null;
   private early: Buffer[] | null = null;
+  /** Set: a failed write ends only the writing side (reported here, not as 'error'), and what
+   *  the peer sent is still read — a pipe-like use, as a CGI script's stdin and stdout are
+   *  one connection whose output outlives a script that stopped reading. */
+  onWriteError: ((err: NodeJS.ErrnoException) => void) | null = null;
 
   constructor(
     private readonly handle: StreamHandle,
@@ -315,7 +320,7 @@ export class TcpStream {
     else if (encoding === 'utf8' || encoding === 'utf-8') err = this.handle.writeUtf8String(req, data);
     else err = this.handle.writeBuffer(req, Buffer.from(data, encoding));
     if (err !== 0) {
-      this.fail(err, 'write');
+      this.writeFailed(err);
       return false;
     }
     if (w.streamBaseState[w.kLastWriteWasAsync] === 0) return true;
@@ -331,13 +336,31 @@ export class TcpStream {
   private afterWrite(status: number): void {
     this.pending--;
     if (this.destroyed) return;
-    if (status < 0) { this.fail(status, 'write'); return; }
+    if (status < 0) { this.writeFailed(status); return; }
     if (this.pending > 0) return;
-    if (this.ending) this.shutdown();
+    if (this.ending && !this.shutDown) this.shutdown();
     if (this.needDrain) {
       this.needDrain = false;
       this.emit('drain');
     }
+  }
+
+  private writeFailed(errno: number): void {
+    const report = this.onWriteError;
+    if (report === null) { this.fail(errno, 'write'); return; }
+    if (this.shutDown) return;
+    // No more writing; the connection closes once the peer's side has ended too.
+    this.ending = true;
+    this.shutDown = true;
+    this.needDrain = false;
+    report(uvError(errno, 'write'));
+    this.closeIfDone();
+  }
+
+  /** The connection does not keep the process alive. */
+  unref(): this {
+    if (!this.destroyed) this.handle.unref();
+    return this;
   }
 
   /** Half-closes once every write is out (the peer reads to the end, then sees EOF). */
