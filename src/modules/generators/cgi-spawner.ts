@@ -49,6 +49,8 @@ interface Pending {
   pendingError: NodeJS.ErrnoException | null;
   /** The program, named in an exec failure's error. */
   readonly file: string;
+  /** Called once it has exited (or the spawner went away). */
+  onExit: (() => void) | null;
 }
 
 interface Spawner {
@@ -89,12 +91,19 @@ function drop(s: Spawner): void {
   s.closed = true;
   if (spawner === s) spawner = null;
   for (const p of s.scripts.values()) {
-    p.exited = true;
+    exited(p);
     endStderr(p);
   }
   s.scripts.clear();
   s.control.destroy();
   try { fs.rmSync(s.dir, { recursive: true, force: true }); } catch { /* the spawner removed it */ }
+}
+
+function exited(p: Pending): void {
+  p.exited = true;
+  const f = p.onExit;
+  p.onExit = null;
+  if (f !== null) f();
 }
 
 function endStderr(p: Pending): void {
@@ -122,7 +131,7 @@ function report(s: Spawner, type: number, seq: number, payload: Buffer): void {
       break;
     }
     case 0x65: /* e */ endStderr(p); break;
-    case 0x78: /* x */ p.exited = true; break;
+    case 0x78: /* x */ exited(p); break;
     default: break;
   }
   if (p.exited && p.errEnded) s.scripts.delete(seq);
@@ -228,7 +237,7 @@ export async function runScript(file: string, argv: readonly string[], env: Reco
     conn?.destroy();
     return null;
   }
-  const p: Pending = { sink: null, early: null, errEnded: false, exited: false, execError: null, pendingError: null, file };
+  const p: Pending = { sink: null, early: null, errEnded: false, exited: false, execError: null, pendingError: null, file, onExit: null };
   s.scripts.set(seq, p);
   conn.allowHalfOpen = true;
   conn.write(message(s.key, text));
@@ -247,10 +256,19 @@ export async function runScript(file: string, argv: readonly string[], env: Reco
       if (e !== null) { p.pendingError = null; fn(e); }
     },
     reap() {
-      conn.destroy();
-      if (p.exited || s.closed) return;
+      if (p.exited || s.closed) { conn.destroy(); return; }
       s.control.write(frame(0x4b /* K */, seq));
-      const t = setTimeout(() => { if (!p.exited && !s.closed) s.control.write(frame(0x6b /* k */, seq)); }, KILL_GRACE_MS);
+      // The connection stays open, what comes read and dropped, until the script has gone: a
+      // script still reading or writing meets the signal, as a spawned one would, not a reset
+      // connection (closing it with unread bytes resets it).
+      conn.on('data', () => undefined);
+      conn.resume();
+      conn.on('end', () => conn.destroy());
+      p.onExit = () => conn.destroy();
+      const t = setTimeout(() => {
+        if (!p.exited && !s.closed) s.control.write(frame(0x6b /* k */, seq));
+        conn.destroy();
+      }, KILL_GRACE_MS);
       t.unref();
     },
   };
