@@ -23,8 +23,9 @@ export class BackendReader {
       if (this.queued >= HIGH_WATER) sock.pause();
       this.notify();
     });
-    sock.on('end', () => { this.ended = true; this.notify(); });
-    sock.on('close', () => { this.ended = true; this.notify(); });
+    const ended = (): void => { this.ended = true; this.notify(); };
+    sock.on('end', ended);
+    sock.on('close', ended);
     sock.on('error', (e: Error) => { this.error ??= e; this.ended = true; this.notify(); });
   }
 

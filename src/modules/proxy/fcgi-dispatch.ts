@@ -123,10 +123,11 @@ class Dispatch {
   private readonly records = new FcgiRecordReader();
   private readonly scanner = new HeaderEndScanner();
   private seenEndOfHeaders = false;
-  private readonly headerParts: Buffer[] = [];
+  /** The header's bytes set aside while its end is not seen (made when needed). */
+  private headerParts: Buffer[] | undefined;
   private scriptErrorStatus = 200;
   private ignoreBody = false;
-  private stderr: Buffer[] = [];
+  private stderr: Buffer[] | undefined;
   private stderrLen = 0;
   private stdinDone = false;
   /** The pump has sent the closing STDIN record (or stopped). */
@@ -327,7 +328,7 @@ class Dispatch {
     const size = this.b.ioBufferSize;
     for (let at = 0; at < d.length;) {
       const take = Math.min(d.length - at, size - this.stderrLen);
-      this.stderr.push(d.subarray(at, at + take));
+      (this.stderr ??= []).push(d.subarray(at, at + take));
       this.stderrLen += take;
       at += take;
       if (this.stderrLen >= size) this.flushStderr();
@@ -336,8 +337,8 @@ class Dispatch {
 
   private flushStderr(): void {
     if (this.stderrLen === 0) return;
-    const text = Buffer.concat(this.stderr).toString('latin1');
-    this.stderr = [];
+    const text = Buffer.concat(this.stderr!).toString('latin1');
+    this.stderr = undefined;
     this.stderrLen = 0;
     this.r.log(MODULE, APLOG_ERR, `AH01071: Got error '${text}'`);
   }
@@ -355,17 +356,17 @@ class Dispatch {
     // Still in the header: set aside until httpd's state machine sees its end.
     const end = this.scanner.scan(data);
     if (end < 0) {
-      this.headerParts.push(Buffer.from(data));
+      (this.headerParts ??= []).push(Buffer.from(data));
       return undefined;
     }
     this.seenEndOfHeaders = true;
     let all: Buffer;
-    if (this.headerParts.length === 0) {
+    if (this.headerParts === undefined) {
       all = data;
     } else {
       this.headerParts.push(data);
       all = Buffer.concat(this.headerParts);
-      this.headerParts.length = 0;
+      this.headerParts = undefined;
     }
     const lines = new BufferLines(all);
     const status = scanScriptHeaderSync(r, lines.gets, HEADER_LOG, SBUF);
