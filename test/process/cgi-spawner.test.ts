@@ -156,7 +156,7 @@ test('scripts forked by the spawner answer and log as scripts spawned by the ser
     // Spawned from Node, the serving process is the parent; otherwise the spawner, its child.
     assert.ok(off.workers.includes(off.parent));
     assert.ok(on.spawner !== null);
-    assert.match(on.spawner.cmdline, /^plume: cgi spawner/);
+    assert.match(on.spawner.cmdline, /^plume-cgi-spawner/);
     assert.ok(on.workers.includes(on.spawner.ppid));
     await waitFor('the spawner to end with its serving process', () => !alive(on.parent), 10000);
     assert.ok(on.spawner.dir !== null && on.spawner.dir.includes('plume-cgi-'));

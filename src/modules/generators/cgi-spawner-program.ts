@@ -39,7 +39,8 @@ use strict;
 use Socket ();
 use POSIX ();
 
-$0 = 'plume: cgi spawner';
+# One word: tools that split /proc/PID/stat at spaces then read the right fields.
+$0 = 'plume-cgi-spawner';
 my ($sock_path, $key_hex) = split /\n/, (delete $ENV{PLUME_CGI_SPAWNER}) // '';
 my $key = pack('H*', $key_hex // '');
 my $MAX_REQUEST = 16 * 1024 * 1024;
