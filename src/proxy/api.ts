@@ -436,6 +436,8 @@ export interface BackendReader {
   lineNow(max: number): string | undefined;
   /** Up to `max` bytes as they arrive; null at the end of the stream. */
   read(max: number): Promise<Buffer | null>;
+  /** read without waiting: up to `max` bytes already read (undefined: none are; call read). */
+  readNow(max: number): Buffer | undefined;
   /** Puts bytes back in front of the stream. */
   unread(b: Buffer): void;
 }
@@ -497,8 +499,10 @@ export interface ProxyApi {
    *  for retry= seconds with AH00959); 502 when TLS failed (the ssl_proxy provider's line).
    *  `plain`: the caller only writes and reads bytes and closes the connection after one
    *  exchange (a CGI-like scheme without reuse): a connection without TLS to an IP address or
-   *  a unix socket is then made as `conn.stream` (no net.Socket: cheaper to make and to close). */
-  connectBackend(proxyFunction: string, conn: ProxyConn, worker: ProxyWorker, r: Request, plain?: boolean): number | Promise<number>;
+   *  a unix socket is then made as `conn.stream` (no net.Socket: cheaper to make and to close).
+   *  'pooled': such a stream too, read through `reader` and kept in the pool as a socket is
+   *  (the caller writes to `conn.stream ?? conn.socket`: a pooled socket serves it as well). */
+  connectBackend(proxyFunction: string, conn: ProxyConn, worker: ProxyWorker, r: Request, plain?: boolean | 'pooled'): number | Promise<number>;
   /** A reader over the connection (it consumes conn.pending first; timeouts from the worker or
    *  ProxyTimeout or Timeout, as httpd's, or `timeoutMs` when given: ping=). */
   reader(conn: ProxyConn, r: Request, timeoutMs?: number): BackendReader;

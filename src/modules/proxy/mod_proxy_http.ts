@@ -7,7 +7,6 @@
 // errors (AH01114, AH01102, AH01106, AH01110, ...). It reaches mod_proxy only through the
 // "proxy_api" provider.
 
-import type * as net from 'node:net';
 import {
   defineModule, MODULE_API_VERSION, DECLINED, DONE, OK, type ModuleDecl,
 } from '../../server/module.js';
@@ -192,7 +191,22 @@ async function buildRequest(q: Req): Promise<{ head: string; body: 'none' | 'cl'
   return { head, body, prefetched, ended, cl: body === 'cl' && oldCl !== undefined ? Number(oldCl) : -1 };
 }
 
+/** Writes to the backend connection (its plain stream, or its socket): true once the bytes
+ *  are taken (after 'drain' when the stream holds too much), false when the write failed. */
 function writeTo(conn: ProxyConn, data: Buffer | string): Promise<boolean> {
+  const st = conn.stream;
+  if (st !== null) {
+    if (st.destroyed) return Promise.resolve(false);
+    const ok = typeof data === 'string' ? st.write(data, 'latin1') : st.write(data);
+    if (st.destroyed) return Promise.resolve(false);
+    if (ok) return Promise.resolve(true);
+    return new Promise((res) => {
+      const drained = (): void => { st.off('close', closed); res(true); };
+      const closed = (): void => { st.off('drain', drained); res(false); };
+      st.once('drain', drained);
+      st.once('close', closed);
+    });
+  }
   const s = conn.socket;
   if (s === null || s.destroyed) return Promise.resolve(false);
   return new Promise((res) => {
@@ -206,20 +220,27 @@ function writeTo(conn: ProxyConn, data: Buffer | string): Promise<boolean> {
  *  process after each one. Measured with plume (1 worker) and a bare Node backend on one CPU,
  *  1 KB through ProxyPass at 50 connections, alternating with the build before: 79-100 µs of
  *  the worker's CPU per request against 104-121 µs. */
-let turnHeads: net.Socket[] = [];
-function uncorkTurnHeads(): void {
+interface TurnHead { conn: ProxyConn; data: Buffer; done: (ok: boolean) => void }
+let turnHeads: TurnHead[] = [];
+function writeTurnHeads(): void {
   const list = turnHeads;
   turnHeads = [];
-  for (let i = 0; i < list.length; i++) list[i]!.uncork();
+  for (let i = 0; i < list.length; i++) {
+    const h = list[i]!;
+    const st = h.conn.stream;
+    // A plain stream takes a head at once (a few hundred bytes: never past its high-water mark).
+    if (st !== null) {
+      // A head is a few hundred bytes: a plain stream takes it at once (false: it failed, or
+      // it holds more than its high-water mark, which a head alone never makes it do).
+      if (st.destroyed) h.done(false);
+      else { st.write(h.data); h.done(!st.destroyed); }
+    } else void writeTo(h.conn, h.data).then(h.done);
+  }
 }
 function writeHeadAtTurnEnd(conn: ProxyConn, data: Buffer): Promise<boolean> {
-  const s = conn.socket;
-  if (s === null || s.destroyed) return Promise.resolve(false);
-  s.cork();
-  turnHeads.push(s);
-  if (turnHeads.length === 1) setImmediate(uncorkTurnHeads);
-  return new Promise((res) => {
-    s.write(data, (e) => res(e == null));
+  return new Promise((done) => {
+    turnHeads.push({ conn, data, done });
+    if (turnHeads.length === 1) setImmediate(writeTurnHeads);
   });
 }
 
@@ -576,7 +597,8 @@ async function sendBody(q: Req, rd: BackendReader, te: string | undefined, statu
       if (r.connection.aborted) { conn.close = true; return OK; }
       if (f.kind === 'length' && left <= 0) break;
       if (dec !== null && dec.done) break;
-      const b = await rd.read(f.kind === 'length' ? Math.min(left, Math.max(ioSize, 65536)) : Math.max(ioSize, 65536));
+      const max = f.kind === 'length' ? Math.min(left, Math.max(ioSize, 65536)) : Math.max(ioSize, 65536);
+      const b = rd.readNow(max) ?? await rd.read(max);
       if (b === null) {
         if (f.kind === 'close') break;
         throw new ProxyIoError('closed', 'End of file found');
@@ -684,7 +706,8 @@ async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, u
     const hasBody = r.body !== null && (r.body.length > 0 || r.body.chunked);
     q.do100 = !q.force10 && ((r.expecting100 && dconf.forward100Continue !== false)
       || (worker.params.ping !== undefined && r.proxyreq === PROXYREQ_REVERSE && hasBody));
-    const cs = api.connectBackend(proxyFunction, conn, worker, r);
+    // A plain stream (no net.Socket) unless the connection may become a tunnel.
+    const cs = api.connectBackend(proxyFunction, conn, worker, r, q.upgrade === undefined ? 'pooled' : false);
     st = typeof cs === 'number' ? cs : await cs;
     if (st !== OK) {
       if (st === 503) r.log(MOD, APLOG_ERR, `AH01114: HTTP: failed to make connection to backend: ${conn.hostname}`);

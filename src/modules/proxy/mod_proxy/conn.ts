@@ -43,12 +43,27 @@ export class BackendConn implements ProxyConn {
   waiter: (() => void) | null = null;
   /** Where the socket connected from (the peer address for log lines). */
   addr = '';
+  /** What the queue reads from: the socket (TLS over it once on), or the stream attached by
+   *  attachStream; null when neither is (a one-exchange plain stream is not). */
+  io: net.Socket | TcpStream | null = null;
   /** Waiting in its worker's pool: the backend closing it takes it out at once. */
   pooled = false;
   constructor(readonly worker: ProxyWorker) {}
 
   attach(sock: net.Socket): void {
     this.socket = sock;
+    this.listen(sock);
+  }
+
+  /** A plain stream read through the queue as a socket is (a pooled connection of
+   *  mod_proxy_http's, made without a net.Socket). */
+  attachStream(stream: TcpStream): void {
+    this.stream = stream;
+    this.listen(stream);
+  }
+
+  private listen(sock: net.Socket | TcpStream): void {
+    this.io = sock;
     this.queue = [];
     this.queued = 0;
     this.ended = false;
@@ -60,7 +75,7 @@ export class BackendConn implements ProxyConn {
       this.wake();
     });
     sock.on('end', () => { this.ended = true; this.wake(); if (this.pooled) dropIdle(this); });
-    sock.on('error', (e) => { this.error = e; this.ended = true; this.wake(); });
+    sock.on('error', (e: Error) => { this.error = e; this.ended = true; this.wake(); });
     sock.on('close', () => { this.ended = true; this.wake(); if (this.pooled) dropIdle(this); });
   }
 
@@ -85,7 +100,7 @@ export class BackendConn implements ProxyConn {
     if (b.length <= max) this.queue.shift(); else this.queue[0] = b.subarray(max);
     const out = b.length <= max ? b : b.subarray(0, max);
     this.queued -= out.length;
-    if (this.queued <= 64 * 1024 && this.socket?.isPaused()) this.socket.resume();
+    if (this.queued <= 64 * 1024 && this.io?.isPaused() === true) this.io.resume();
     return out;
   }
 
@@ -98,11 +113,12 @@ export class BackendConn implements ProxyConn {
   /** Still usable for another request: open, nothing unread, no end seen. (A plain stream
    *  carries one exchange: it is never pooled.) */
   get alive(): boolean {
-    const s = this.socket;
+    const s = this.io;
     return s !== null && !s.destroyed && !this.ended && this.queue.length === 0 && this.error === null;
   }
 
   destroy(): void {
+    this.io = null;
     this.socket?.destroy();
     this.socket = null;
     this.stream?.destroy();
@@ -214,7 +230,7 @@ export function release(c: BackendConn): void {
   }
   if (!reusable) return;
   c.idleSince = Date.now();
-  c.socket!.setTimeout(0);
+  c.socket?.setTimeout(0);
   p.idle.push(c);
   // An idle socket the backend closes goes out of the pool at once (attach's listeners).
   c.pooled = true;
@@ -261,8 +277,9 @@ function plainTarget(c: BackendConn, source: string | undefined): ConnectTarget 
 }
 
 /** Connects a fresh socket (ap_proxy_connect_backend); OK or 503 with httpd's lines. `plain`:
- *  as a plain stream (c.stream) where it can be. */
-export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWorker, r: Request, connTimeout: number, source: string | undefined, plain = false): Promise<number> {
+ *  as a plain stream (c.stream) where it can be; 'pooled': such a stream read through the
+ *  connection's queue, as a socket is (it may go back to the pool). */
+export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWorker, r: Request, connTimeout: number, source: string | undefined, plain: boolean | 'pooled' = false): Promise<number> {
   return new Promise((resolve) => {
     let done = false;
     let sock: net.Socket | null = null;
@@ -303,7 +320,7 @@ export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWor
       resolve(OK);
     };
     const timer = setTimeout(() => fail(new ProxyIoError('timeout', 'The timeout specified has expired')), connTimeout);
-    const target = plain && !c.isSsl ? plainTarget(c, source) : null;
+    const target = plain !== false && !c.isSsl ? plainTarget(c, source) : null;
     if (target !== null) {
       pending = connectStream(target, (e, stream) => {
         if (done) { stream?.destroy(); return; }
@@ -313,7 +330,8 @@ export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWor
         // TCP_NODELAY as on every backend connection; keepalive=On: SO_KEEPALIVE.
         stream.setNoDelay(true);
         if (w.params.keepalive === true) stream.setKeepAlive(true);
-        c.stream = stream;
+        if (plain === 'pooled') c.attachStream(stream);
+        else c.stream = stream;
         // Connected to an address, not a name: the peer is the address asked.
         connected(c.udsPath !== '' ? c.udsPath : `${c.hostname}:${c.port}`);
       });
@@ -385,6 +403,9 @@ export function makeReader(c: BackendConn, timeout: number): BackendReader {
         }
         if (!(await c.wait(timeout))) throw new ProxyIoError('timeout', 'The timeout specified has expired');
       }
+    },
+    readNow(max: number): Buffer | undefined {
+      return c.take(max) ?? undefined;
     },
     unread(b: Buffer): void { c.unread(b); },
   };

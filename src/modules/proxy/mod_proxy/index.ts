@@ -103,17 +103,18 @@ function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWorker, 
 
 /** ap_proxy_connect_backend: a pooled connection still open is used as it is (no promise);
  *  otherwise a new one is made. */
-function connectBackend(proxyFunction: string, c: ProxyConn, w: ProxyWorker, r: Request, plain = false): number | Promise<number> {
+function connectBackend(proxyFunction: string, c: ProxyConn, w: ProxyWorker, r: Request, plain: boolean | 'pooled' = false): number | Promise<number> {
   const bc = c as BackendConn;
   takeOut(bc);
-  if (bc.socket !== null && bc.alive) {
+  // A pooled plain stream serves only a caller that asked for one ('pooled').
+  if ((bc.socket !== null || (plain === 'pooled' && bc.stream !== null)) && bc.alive) {
     bc.uses++;
     return OK;
   }
   return connectNew(proxyFunction, bc, w, r, plain);
 }
 
-async function connectNew(proxyFunction: string, bc: BackendConn, w: ProxyWorker, r: Request, plain: boolean): Promise<number> {
+async function connectNew(proxyFunction: string, bc: BackendConn, w: ProxyWorker, r: Request, plain: boolean | 'pooled'): Promise<number> {
   bc.destroy();
   const sc = proxy.server(r.server);
   const connTimeout = w.params.connectionTimeout ?? backendTimeout(w, r);
