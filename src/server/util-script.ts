@@ -28,6 +28,19 @@ export type EnvTable = Map<string, string>;
 /** http2env: `User-Agent` -> `HTTP_USER_AGENT`; undefined for a name with other characters
  *  than letters, digits and '-' (not exported, as httpd does). */
 export function http2env(name: string): string | undefined {
+  const known = envNames.get(name);
+  if (known !== undefined) return known === '' ? undefined : known;
+  const n = makeEnvName(name);
+  // The same few header names come with every request: remembered (bounded in number and
+  // length, whatever names clients send).
+  if (envNames.size < 1024 && name.length <= 64) envNames.set(name, n ?? '');
+  return n;
+}
+
+/** http2env's answers by header name ('' for a name that is not exported). */
+const envNames = new Map<string, string>();
+
+function makeEnvName(name: string): string | undefined {
   let out = 'HTTP_';
   for (let i = 0; i < name.length; i++) {
     const c = name.charCodeAt(i);

@@ -15,6 +15,13 @@ test('http2env: letters upper-cased, - to _, other names not exported', () => {
   assert.equal(http2env('x-a1'), 'HTTP_X_A1');
   assert.equal(http2env('X_Under'), undefined);
   assert.equal(http2env('X.Dot'), undefined);
+  // Asked again (the remembered answers): the same, an unexported name included.
+  assert.equal(http2env('User-Agent'), 'HTTP_USER_AGENT');
+  assert.equal(http2env('X_Under'), undefined);
+  assert.equal(http2env(''), 'HTTP_');
+  assert.equal(http2env(''), 'HTTP_');
+  const long = 'X-' + 'a'.repeat(100);
+  assert.equal(http2env(long), 'HTTP_X_' + 'A'.repeat(100));
 });
 
 test('findPathInfo: where PATH_INFO starts, slashes merged as httpd does', () => {
