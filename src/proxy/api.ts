@@ -397,9 +397,9 @@ export interface ProxyPreRequestResult {
 export interface ProxyBalancerHooks {
   /** Picks a member for a "balancer://" URL (sticky session, lbmethod, failover); DECLINED for
    *  another URL; 503 (logged, AH01167) when no member is usable. */
-  preRequest(worker: ProxyWorker | undefined, balancer: ProxyBalancer | undefined, r: Request, conf: ProxyServerConf, url: string): Promise<ProxyPreRequestResult>;
+  preRequest(worker: ProxyWorker | undefined, balancer: ProxyBalancer | undefined, r: Request, conf: ProxyServerConf, url: string): ProxyPreRequestResult | Promise<ProxyPreRequestResult>;
   /** After the request (busy count, failonstatus); OK or DECLINED. */
-  postRequest(worker: ProxyWorker, balancer: ProxyBalancer | undefined, r: Request, conf: ProxyServerConf): Promise<number>;
+  postRequest(worker: ProxyWorker, balancer: ProxyBalancer | undefined, r: Request, conf: ProxyServerConf): number | Promise<number>;
   /** ap_proxy_sync_balancer outside a request (mod_proxy_hcheck's watchdog): this process's
    *  view of the balancer and its members refreshed from the shared state, members added at
    *  run time by another process defined here too. */

@@ -545,15 +545,31 @@ async function runScheme(r: Request, w: ProxyWorker, conf: ProxyServerConf, url:
   return DECLINED;
 }
 
-/** ap_proxy_pre_request. */
-async function preRequest(r: Request, conf: ServerConf, url: string): Promise<{ status: number; worker?: ProxyWorker; balancer?: ProxyBalancer; url: string }> {
-  const ctx = r.rt.ctx;
-  let balancer: ProxyBalancer | undefined;
-  for (const p of balancerProviders(r)) {
-    const res = await p.preRequest(undefined, undefined, r, conf, url);
+type PreRequest = { status: number; worker?: ProxyWorker; balancer?: ProxyBalancer; url: string };
+
+/** ap_proxy_pre_request; a promise only when a balancer hook answers with one (it waits for a
+ *  member). */
+function preRequest(r: Request, conf: ServerConf, url: string): PreRequest | Promise<PreRequest> {
+  return preRequestFrom(r, conf, url, 0, undefined);
+}
+
+function preRequestFrom(r: Request, conf: ServerConf, url: string, from: number, balancerIn: ProxyBalancer | undefined): PreRequest | Promise<PreRequest> {
+  const ps = balancerProviders(r);
+  let balancer = balancerIn;
+  for (let i = from; i < ps.length; i++) {
+    const res = ps[i]!.preRequest(undefined, undefined, r, conf, url);
+    if (res instanceof Promise) {
+      return res.then((v) => (v.status !== DECLINED ? { status: v.status, worker: v.worker, balancer: v.balancer, url: v.url ?? url }
+        : preRequestFrom(r, conf, url, i + 1, v.balancer)));
+    }
     if (res.status !== DECLINED) return { status: res.status, worker: res.worker, balancer: res.balancer, url: res.url ?? url };
     balancer = res.balancer;
   }
+  return preRequestDefault(r, conf, url, balancer);
+}
+
+/** The worker when no balancer took the request. */
+function preRequestDefault(r: Request, conf: ServerConf, url: string, balancer: ProxyBalancer | undefined): PreRequest {
   if (balancer !== undefined) {
     r.log(MOD, APLOG_ERR, `AH00934: all workers are busy.  Unable to serve ${url}`);
     return { status: 503, url };
@@ -658,7 +674,8 @@ async function proxyHandler(r: Request): Promise<number> {
   let maxAttempts = 0;
   let status: number;
   for (;;) {
-    const pre = await preRequest(r, conf, uri);
+    let pre = preRequest(r, conf, uri);
+    if (pre instanceof Promise) pre = await pre;
     if (pre.status !== OK) {
       if (pre.status !== 503 || pre.worker === undefined) return pre.status;
       status = pre.status;
@@ -693,7 +710,10 @@ async function proxyHandler(r: Request): Promise<number> {
       if (r.wantsLog(MOD, APLOG_DEBUG)) r.log(MOD, APLOG_DEBUG, `AH01143: Running scheme ${scheme} handler (attempt ${attempts})`);
       status = await runScheme(r, worker, conf, url, undefined, 0);
     }
-    for (const p of balancerProviders(r)) await p.postRequest(worker, balancer, r, conf);
+    for (const p of balancerProviders(r)) {
+      const post = p.postRequest(worker, balancer, r, conf);
+      if (post instanceof Promise) await post;
+    }
     if (status === OK || status === DONE || r.notes.has('proxy-error-override')) break;
     if (status === 500 || status === 503) {
       // A balancer member that failed: try another while attempts remain.

@@ -16,7 +16,7 @@ import { SLOTMEM_TYPE_PERSIST, SLOTMEM_TYPE_CLEARINUSE } from '../../../server/s
 import {
   PROXY_WORKER_INITIALIZED, PROXY_WORKER_IN_ERROR, PROXY_WORKER_IGNORE_ERRORS,
   workerIsUsable, workerIsStandby,
-  type ProxyApi, type ProxyBalancer, type ProxyBalancerHooks, type ProxyBalancerShared, type ProxySchemeProvider, type ProxyWorker,
+  type ProxyApi, type ProxyBalancer, type ProxyBalancerHooks, type ProxyBalancerShared, type ProxyPreRequestResult, type ProxySchemeProvider, type ProxyWorker,
 
 } from '../../../proxy/api.js';
 import { SharedRecord, WORKER_LAYOUT, BALANCER_LAYOUT } from './shared.js';
@@ -222,7 +222,10 @@ function findRouteWorker(b: ProxyBalancer, route: string, r: Request, recursion:
   return undefined;
 }
 
-function findSessionRoute(b: ProxyBalancer, r: Request, url: string, api: ProxyApi | undefined): { worker: ProxyWorker | undefined; route: string | undefined; sticky: string | undefined } {
+/** What the sticky session names: its member (if usable), the route and the sticky name. */
+interface SessionRoute { worker: ProxyWorker | undefined; route: string | undefined; sticky: string | undefined }
+
+function findSessionRoute(b: ProxyBalancer, r: Request, url: string, api: ProxyApi | undefined): SessionRoute {
   if (b.s.sticky === '') return { worker: undefined, route: undefined, sticky: undefined };
   let sticky: string | undefined;
   // The query is part of the URL httpd looks in (r->filename).
@@ -266,19 +269,27 @@ function forceRecovery(b: ProxyBalancer, s: ServerRec, api: ProxyApi | undefined
   }
 }
 
-async function findBestWorker(b: ProxyBalancer, r: Request): Promise<ProxyWorker | undefined> {
-  let candidate = b.lbmethod?.finder(b, r);
-  if (candidate !== undefined) candidate.s.elected++;
-  if (candidate === undefined && b.s.timeout > 0) {
-    // All busy or in error: wait and try again (their state can change in other processes).
-    const timeout = b.s.timeout;
-    const step = timeout / 100;
-    for (let t = 0; t < timeout && candidate === undefined; t += step) {
-      await new Promise((res) => setTimeout(res, step));
-      syncBalancer(b, r);
-      candidate = b.lbmethod?.finder(b, r);
-      if (candidate !== undefined) candidate.s.elected++;
-    }
+/** The lbmethod's choice; a promise only when none is usable at once and timeout= lets the
+ *  request wait for one. */
+function findBestWorker(b: ProxyBalancer, r: Request): ProxyWorker | undefined | Promise<ProxyWorker | undefined> {
+  const candidate = b.lbmethod?.finder(b, r);
+  if (candidate !== undefined) {
+    candidate.s.elected++;
+    return candidate;
+  }
+  return b.s.timeout > 0 ? waitBestWorker(b, r) : undefined;
+}
+
+/** All busy or in error: wait and try again (their state can change in other processes). */
+async function waitBestWorker(b: ProxyBalancer, r: Request): Promise<ProxyWorker | undefined> {
+  let candidate: ProxyWorker | undefined;
+  const timeout = b.s.timeout;
+  const step = timeout / 100;
+  for (let t = 0; t < timeout && candidate === undefined; t += step) {
+    await new Promise((res) => setTimeout(res, step));
+    syncBalancer(b, r);
+    candidate = b.lbmethod?.finder(b, r);
+    if (candidate !== undefined) candidate.s.elected++;
   }
   return candidate;
 }
@@ -298,11 +309,46 @@ function canonUrl(r: Request, url: string): { status: number; url: string } {
   return { status: OK, url };
 }
 
+/** The member chosen by the lbmethod (a promise's answer when it waited): 503 when none. */
+function bestElected(b: ProxyBalancer, r: Request, url: string, found: SessionRoute, chosen: ProxyWorker | undefined): ProxyPreRequestResult {
+  if (chosen === undefined) {
+    if (b.workers.length > 0) r.log('proxy_balancer', APLOG_ERR, `AH01170: ${b.s.name}: All workers are in error state`);
+    else r.log('proxy_balancer', APLOG_ERR, `AH01171: ${b.s.name}: No workers in balancer`);
+    return { status: 503 };
+  }
+  if (b.s.sticky !== '') r.subprocessEnv.set('BALANCER_ROUTE_CHANGED', '1');
+  return elected(b, r, url, found, chosen);
+}
+
+/** The rest of pre_request once a member is chosen: busy, the environment, its URL. */
+function elected(b: ProxyBalancer, r: Request, url: string, found: SessionRoute, chosen: ProxyWorker): ProxyPreRequestResult {
+  chosen.s.busy++;
+  let list = inFlight.get(r);
+  if (list === undefined) { list = []; inFlight.set(r, list); }
+  list.push(chosen);
+  r.subprocessEnv.set('BALANCER_NAME', b.s.name);
+  r.subprocessEnv.set('BALANCER_WORKER_NAME', chosen.s.name);
+  r.subprocessEnv.set('BALANCER_WORKER_ROUTE', chosen.s.route);
+  // balancer_fixup: the member's URL and the path after the balancer's name.
+  const scheme = url.indexOf('://');
+  const slash = scheme < 0 ? -1 : url.indexOf('/', scheme + 3);
+  const path = slash < 0 ? '' : url.slice(slash);
+  const fixed = canonUrl(r, `${chosen.s.name}${path}`);
+  if (found.route !== undefined) {
+    r.notes.set('session-sticky', found.sticky ?? '');
+    r.notes.set('session-route', found.route);
+    r.subprocessEnv.set('BALANCER_SESSION_STICKY', found.sticky ?? '');
+    r.subprocessEnv.set('BALANCER_SESSION_ROUTE', found.route);
+  }
+  if (r.wantsLog('proxy_balancer', APLOG_DEBUG)) r.log('proxy_balancer', APLOG_DEBUG, `AH01172: ${b.s.name}: worker (${chosen.s.name}) rewritten to ${fixed.url}`);
+  return { status: fixed.status, worker: chosen, balancer: b, url: fixed.url };
+}
+
 const inFlight = new WeakMap<Request, ProxyWorker[]>();
 
 const hooks: ProxyBalancerHooks = {
   sync: syncBalancerFor,
-  async preRequest(_worker, balancerIn, r, conf, url) {
+  preRequest(_worker, balancerIn, r, conf, url) {
     let b = balancerIn;
     if (b === undefined) {
       if (url.slice(0, BALANCER_PREFIX.length).toLowerCase() !== BALANCER_PREFIX) return { status: DECLINED };
@@ -314,7 +360,7 @@ const hooks: ProxyBalancerHooks = {
     syncBalancer(b, r);
     forceRecovery(b, r.server, api);
     const found = findSessionRoute(b, r, url, api);
-    let chosen = found.worker;
+    const chosen = found.worker;
     if (chosen !== undefined) {
       if (b.lbmethod?.updateLbStatus !== undefined) {
         b.lbmethod.updateLbStatus(b, chosen, r.server);
@@ -336,38 +382,13 @@ const hooks: ProxyBalancerHooks = {
         return { status: 503 };
       }
     }
-    if (chosen === undefined) {
-      chosen = await findBestWorker(b, r);
-      if (chosen === undefined) {
-        if (b.workers.length > 0) r.log('proxy_balancer', APLOG_ERR, `AH01170: ${b.s.name}: All workers are in error state`);
-        else r.log('proxy_balancer', APLOG_ERR, `AH01171: ${b.s.name}: No workers in balancer`);
-        return { status: 503 };
-      }
-      if (b.s.sticky !== '') r.subprocessEnv.set('BALANCER_ROUTE_CHANGED', '1');
-    }
-    chosen.s.busy++;
-    let list = inFlight.get(r);
-    if (list === undefined) { list = []; inFlight.set(r, list); }
-    list.push(chosen);
-    r.subprocessEnv.set('BALANCER_NAME', b.s.name);
-    r.subprocessEnv.set('BALANCER_WORKER_NAME', chosen.s.name);
-    r.subprocessEnv.set('BALANCER_WORKER_ROUTE', chosen.s.route);
-    // balancer_fixup: the member's URL and the path after the balancer's name.
-    const scheme = url.indexOf('://');
-    const slash = scheme < 0 ? -1 : url.indexOf('/', scheme + 3);
-    const path = slash < 0 ? '' : url.slice(slash);
-    const fixed = canonUrl(r, `${chosen.s.name}${path}`);
-    if (found.route !== undefined) {
-      r.notes.set('session-sticky', found.sticky ?? '');
-      r.notes.set('session-route', found.route);
-      r.subprocessEnv.set('BALANCER_SESSION_STICKY', found.sticky ?? '');
-      r.subprocessEnv.set('BALANCER_SESSION_ROUTE', found.route);
-    }
-    if (r.wantsLog('proxy_balancer', APLOG_DEBUG)) r.log('proxy_balancer', APLOG_DEBUG, `AH01172: ${b.s.name}: worker (${chosen.s.name}) rewritten to ${fixed.url}`);
-    return { status: fixed.status, worker: chosen, balancer: b, url: fixed.url };
+    if (chosen !== undefined) return elected(b, r, url, found, chosen);
+    const best = findBestWorker(b, r);
+    if (best instanceof Promise) return best.then((w) => bestElected(b, r, url, found, w));
+    return bestElected(b, r, url, found, best);
   },
 
-  async postRequest(worker, balancer, r) {
+  postRequest(worker, balancer, r) {
     const b = balancer;
     // decrement_busy_count: httpd's request-pool cleanup; mod_proxy calls this after each try.
     const list = inFlight.get(r);
