@@ -41,12 +41,16 @@ use POSIX ();
 
 # One word: tools that split /proc/PID/stat at spaces then read the right fields.
 $0 = 'plume-cgi-spawner';
-my ($sock_path, $key_hex) = split /\n/, (delete $ENV{PLUME_CGI_SPAWNER}) // '';
+my ($sock_path, $key_hex, $execve) = split /\n/, (delete $ENV{PLUME_CGI_SPAWNER}) // '';
 my $key = pack('H*', $key_hex // '');
+# execve's system call number (Linux x86-64 or arm64), or none: exec through Perl's %ENV.
+$execve = $execve ? $execve + 0 : 0;
 my $MAX_REQUEST = 16 * 1024 * 1024;
 my $DONTWAIT = Socket::MSG_DONTWAIT();
+my $NOSIGNAL = Socket::MSG_NOSIGNAL();
 
-$SIG{PIPE} = 'IGNORE';
+# No signal is ignored (reports are sent with MSG_NOSIGNAL): the handlers below are reset by
+# exec, so a script starts with every signal at its default without work in the child.
 # Only so that a script's exit interrupts select().
 $SIG{CHLD} = sub { };
 
@@ -84,7 +88,7 @@ sub flush_reports {
   return if $out eq '' || !$control;
   my $off = 0;
   while ($off < length $out) {
-    my $n = syswrite($control, $out, length($out) - $off, $off);
+    my $n = send($control, $off ? substr($out, $off) : $out, $NOSIGNAL);
     if (!defined $n) { next if $!{EINTR}; quit(); }
     $off += $n;
   }
@@ -97,7 +101,10 @@ sub finished { my ($seq) = @_; my $s = $script{$seq}; delete $script{$seq} if $s
 # at a pipe, reset the signals, chdir, set the environment and exec.
 sub run {
   my ($c, $seq, $file, $cwd, $argv, $env) = @_;
-  my ($er, $ew, $sr, $sw, $pid);
+  my ($er, $ew, $sr, $sw, $pid, $argvp, $envp);
+  # The argument and environment vectors for execve, made before the fork: the child, sharing
+  # the spawner's pages copy-on-write until it execs, does as little as it can.
+  if ($execve) { $argvp = pack('p*', @$argv, undef); $envp = pack('p*', @$env, undef); }
   unless (pipe($er, $ew) && pipe($sr, $sw) && defined($pid = fork)) {
     report('X', $seq, $! + 0); report('e', $seq); report('x', $seq);
     close $_ for grep { defined } $er, $ew, $sr, $sw, $c;
@@ -105,12 +112,21 @@ sub run {
   }
   if ($pid == 0) {
     POSIX::dup2(fileno $c, 0); POSIX::dup2(fileno $c, 1); POSIX::dup2(fileno $sw, 2);
-    $SIG{$_} = 'DEFAULT' for qw(PIPE CHLD TERM HUP INT);
-    POSIX::sigprocmask(POSIX::SIG_SETMASK(), POSIX::SigSet->new());
     if (chdir $cwd) {
-      %ENV = ();
-      for my $e (@$env) { my $i = index($e, '='); $ENV{substr($e, 0, $i)} = substr($e, $i + 1); }
-      { exec { $file } @$argv; }
+      if ($execve) {
+        syscall($execve, $file, $argvp, $envp);
+        if ($! == 8) {
+          # ENOEXEC: no #! line; the shell reads it, as execvp (and so Node's spawn) does.
+          my $sh = '/bin/sh';
+          my @sh = ($sh, $file, @$argv[1 .. $#$argv]);
+          my $shp = pack('p*', @sh, undef);
+          syscall($execve, $sh, $shp, $envp);
+        }
+      } else {
+        %ENV = ();
+        for my $e (@$env) { my $i = index($e, '='); $ENV{substr($e, 0, $i)} = substr($e, $i + 1); }
+        { exec { $file } @$argv; }
+      }
     }
     syswrite($ew, pack('N', $! + 0));
     POSIX::_exit(127);

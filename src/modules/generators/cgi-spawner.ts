@@ -36,6 +36,9 @@ export interface SpawnedScript {
 
 /** How long a script has after SIGTERM before SIGKILL (APR_KILL_AFTER_TIMEOUT). */
 const KILL_GRACE_MS = 3000;
+/** execve's system call number, by platform: the spawner calls it directly (else through Perl's
+ *  exec, which sets the environment through %ENV in the forked child). */
+const EXECVE: Readonly<Record<string, number>> = { 'linux-x64': 59, 'linux-arm64': 221 };
 /** Scripts at once per spawner: its select() handles descriptors below 1024, two a script. */
 const MAX_RUNNING = 400;
 
@@ -149,7 +152,7 @@ async function start(): Promise<Spawner | null> {
   const key = crypto.randomBytes(16);
   const proc = spawn('perl', ['-'], {
     stdio: ['pipe', 'pipe', 'inherit'],
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PLUME_CGI_SPAWNER: `${sock}\n${key.toString('hex')}` },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PLUME_CGI_SPAWNER: `${sock}\n${key.toString('hex')}\n${EXECVE[`${process.platform}-${process.arch}`] ?? ''}` },
   });
   const answer = await new Promise<string>((resolve) => {
     let text = '';
