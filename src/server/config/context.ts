@@ -168,10 +168,11 @@ export class ConfigContext {
     this.bySymbol.set(mod.decl.name, mod);
     this.bySource.set(mod.decl.source, mod);
     for (const d of mod.decl.directives ?? []) {
-      // httpd looks a directive up from the module loaded last (ap_top_module heads the list),
-      // so of two loaded modules with the same directive (mod_cgi and mod_cgid's ScriptLog,
-      // lbmethod_heartbeat and mod_heartmonitor's HeartbeatStorage) the later one takes it.
-      this.directives.set(d.name.toLowerCase(), { spec: d as DirectiveSpec<unknown, unknown>, module: mod });
+      // Of two loaded modules with the same directive (mod_cgi and mod_cgid's ScriptLog,
+      // lbmethod_heartbeat and mod_heartmonitor's HeartbeatStorage) the one loaded first takes
+      // it, as measured on httpd 2.4.71 (conformance cgi/scriptlog-both-modules*).
+      const key = d.name.toLowerCase();
+      if (!this.directives.has(key)) this.directives.set(key, { spec: d as DirectiveSpec<unknown, unknown>, module: mod });
     }
     for (const p of mod.decl.providers ?? []) {
       let g = this.providers.get(p.group);
