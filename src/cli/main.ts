@@ -38,7 +38,7 @@ subcommands.set('htpasswd', async (argv) => (await import('./htpasswd.js')).htpa
 subcommands.set('htdbm', async (argv) => (await import('./htdbm.js')).htdbmMain(argv));
 // The assistant asks the catalogue, as it stands when it runs, which modules plume has.
 subcommands.set('upgrade', async (argv) => (await import('../upgrade/cli.js')).upgradeMain(argv, undefined, {
-  plumeModules: new Set(catalogue.all.map((m) => m.decl.name)),
+  plumeModules: new Set(catalogue.symbols),
 }));
 subcommands.set('explain', async (argv) => (await import('./explain.js')).explainMain(argv));
 
@@ -183,7 +183,7 @@ function fullVersion(ctx: ConfigContext | undefined): string {
 
 function listBuiltIn(): string {
   let s = 'Compiled in modules:\n';
-  for (const m of catalogue.all) if (BUILT_IN.has(m.decl.name)) s += `  ${m.decl.source}\n`;
+  for (const m of catalogue.builtIn) if (BUILT_IN.has(m.decl.name)) s += `  ${m.decl.source}\n`;
   return s;
 }
 

@@ -204,10 +204,22 @@ export function defineModule<SC, DC>(decl: ModuleDecl<SC, DC>): ModuleHandle<SC,
   return new ModuleHandle(decl);
 }
 
+/** Each catalogued module's index in configuration vectors, by symbol (src/modules/index.ts):
+ *  the catalogue loads most modules' code when LoadModule names them, and a module's handle
+ *  takes its index when it is made, whichever module's import made it. */
+let plannedIndex: ReadonlyMap<string, number> = new Map();
+
+/** Sets the indices handles made from now on take (the catalogue, once, in its order). */
+export function planModuleIndices(symbols: readonly string[]): void {
+  plannedIndex = new Map(symbols.map((s, i) => [s, i]));
+}
+
 export class ModuleHandle<SC, DC> {
-  /** Index in configuration vectors; assigned once when the catalogue is built. */
-  index = -1;
-  constructor(readonly decl: ModuleDecl<SC, DC>) {}
+  /** Index in configuration vectors: its place in the catalogue (-1 until it has one). */
+  index: number;
+  constructor(readonly decl: ModuleDecl<SC, DC>) {
+    this.index = plannedIndex.get(decl.name) ?? -1;
+  }
   /** This module's merged per-directory configuration for the request. */
   dir(r: { perDirConfig: readonly unknown[] }): DC {
     return r.perDirConfig[this.index] as DC;

@@ -16,7 +16,6 @@ const distSrc = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../.
 const ALLOWED: Readonly<Record<string, string>> = {
   'cli/main.js': 'subcommands (htpasswd, htdbm, upgrade, explain) and the detaching start: command-line tools, never a serving process',
   'modules/core/mod_so.js': 'third-party modules named by LoadModule, imported before the configuration is read',
-  'modules/filters/pako.js': 'the optional pako library, imported once by a top-level await when the catalogue loads',
   'modules/lua/vm.js': "wasmoon, imported by mod_lua's post_config (preloadLua) before the worker becomes User, and only where LoadModule lua_module is",
 };
 

@@ -2,6 +2,8 @@
 // the part of its interface mod_deflate uses typed here. A tree installed without it still
 // builds and serves: only a configuration that loads mod_deflate is refused (checkConfig).
 
+import { createRequire } from 'node:module';
+
 /** A pako Deflate or Inflate stream (zlib's z_stream with pako's push loop). */
 export interface PakoStream {
   /** Feeds bytes; `flush` true finishes the stream, a number is a zlib flush mode. */
@@ -28,10 +30,12 @@ export interface Pako {
   constants: { readonly Z_SYNC_FLUSH: number; readonly Z_BUF_ERROR: number };
 }
 
-async function load(): Promise<Pako | null> {
-  const name = 'pako';
+// Loaded with require (no top-level await), so that the module catalogue can load mod_deflate
+// synchronously when LoadModule names it (src/modules/index.ts); its ES module build, the one an
+// import of 'pako' gives.
+function load(): Pako | null {
   try {
-    const m = (await import(name)) as { default?: Pako } & Partial<Pako>;
+    const m = createRequire(import.meta.url)('pako/dist/pako.esm.mjs') as { default?: Pako } & Partial<Pako>;
     return (m.default ?? (m as Pako));
   } catch {
     return null;
@@ -39,6 +43,6 @@ async function load(): Promise<Pako | null> {
 }
 
 /** The library, or null when it is not installed. */
-export const pako: Pako | null = await load();
+export const pako: Pako | null = load();
 
 export const PAKO_MISSING = "mod_deflate needs the 'pako' package, which is not installed (run npm install)";
