@@ -3,12 +3,13 @@
 // A serving process that has read nothing for a while after reading a lot runs one full
 // garbage collection, which returns the emptied pages to the system.
 //
-// A process also runs one full collection when it starts serving (its configuration read, its
-// modules' child_init hooks run, before it takes its first connection): what reading the
-// configuration and loading the modules left behind is garbage then, and is freed before
-// serving allocates on top of it. Measured on the benchmark's configuration: a worker's VmRSS
-// after its first request 59.2 MB without it, 58.3 MB with it (median of 3), for one
-// collection of 40-50 ms (on a busy machine) before the worker asks for its listeners.
+// A worker also runs one full collection before it asks for its listeners (its configuration
+// read, its modules' child_init hooks run): what reading the configuration and loading the
+// modules left behind is garbage then, and is freed before serving allocates on top of it.
+// Measured on the benchmark's configuration: a worker's VmRSS after its first request 59.2 MB
+// without it, 58.3 MB with it (median of 3), for one collection of 40-50 ms (on a busy
+// machine) while no connection waits on it. (`-X` listens before it could collect, so it does
+// not.)
 //
 // The collector is reached through V8's --expose-gc flag, set at run time (node:v8), so
 // that `node bin/plume` needs no extra command-line flag.
@@ -24,9 +25,10 @@ const GROWTH_BYTES = 16 * 1024 * 1024;
 
 let started = false;
 
-/** Collects once, then starts watching (once per process); does nothing where the collector
- *  cannot be reached. */
-export function startIdleGc(): void {
+/** Starts watching (once per process), after one collection when `collectFirst` (a worker
+ *  that has not asked for its listeners yet); does nothing where the collector cannot be
+ *  reached. */
+export function startIdleGc(collectFirst = false): void {
   if (started) return;
   started = true;
   let collect: (() => void) | undefined;
@@ -39,7 +41,7 @@ export function startIdleGc(): void {
   }
   if (collect === undefined) return;
   const gc = collect;
-  gc();
+  if (collectFirst) gc();
   let seen = readCount();
   let busy = false;
   let base = process.memoryUsage.rss();

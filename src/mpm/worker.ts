@@ -445,7 +445,7 @@ export async function runWorker(options: ConfigOptions, catalogue: ModuleCatalog
   for (const sink of ctx.getScratch<LogSink[]>('core:errorLogSinks', () => [])) sink.flush();
 
   const model = processModel(ctx);
-  startIdleGc();
+  startIdleGc(true);
   return new Promise<number>((resolve) => {
     // A worker is done when its last connection is: the IPC channel would keep it alive.
     const done = (code: number): void => {
