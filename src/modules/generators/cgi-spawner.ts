@@ -142,12 +142,16 @@ function report(s: Spawner, type: number, seq: number, payload: Buffer): void {
 
 /** Starts this process's spawner: null when it cannot be (perl missing, or it failed). */
 async function start(): Promise<Spawner | null> {
-  let dir: string;
-  try {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-cgi-'));
-  } catch {
-    return null;
+  // The socket's private directory: under TMPDIR, or /tmp when the serving process (by now
+  // running as User) may not write there (a TMPDIR private to the user who started plume).
+  let dir: string | undefined;
+  for (const base of new Set([os.tmpdir(), '/tmp'])) {
+    try {
+      dir = fs.mkdtempSync(path.join(base, 'plume-cgi-'));
+      break;
+    } catch { /* the next place */ }
   }
+  if (dir === undefined) return null;
   const sock = path.join(dir, 's');
   const key = crypto.randomBytes(16);
   const proc = spawn('perl', ['-'], {
