@@ -326,39 +326,39 @@ class HeaderScan {
  * no Status on a GET, or 500 (bad or missing header, logged) / 504 (timed out, logged).
  * `sbuf` receives the last line read (ScriptLog prints it).
  */
-export async function scanScriptHeader(r: Request, gets: ScriptGets, lg: ScriptHeaderLog, sbuf: { line: string }): Promise<number> {
-  const scan = new HeaderScan(r, lg);
-  for (;;) {
-    const { line: w, rv } = await gets();
-    sbuf.line = w;
-    const st = scan.line(w, rv);
-    if (st === MORE) continue;
-    if (st !== DRAIN) return st;
-    let bad = w;
-    for (;;) {
-      const next = await gets();
-      bad = next.line;
-      if (next.rv !== 1) break;
-    }
-    return scan.malformed(bad);
-  }
+export function scanScriptHeader(r: Request, gets: ScriptGets, lg: ScriptHeaderLog, sbuf: { line: string }): Promise<number> {
+  const st = scanLines(new HeaderScan(r, lg), gets, sbuf, undefined);
+  return typeof st === 'number' ? Promise.resolve(st) : st;
 }
 
 /** scanScriptHeader over lines that are all at hand (a header already read whole). */
 export function scanScriptHeaderSync(r: Request, gets: () => ScriptLine, lg: ScriptHeaderLog, sbuf: { line: string }): number {
-  const scan = new HeaderScan(r, lg);
+  return scanLines(new HeaderScan(r, lg), gets, sbuf, undefined) as number;
+}
+
+/** The one loop of both: line after line, synchronously while `gets` answers at once, and
+ *  from the first line it has to wait for on, through that promise. `bad` is set while a
+ *  malformed line (noBuffer) has the rest of the output read away. */
+function scanLines(scan: HeaderScan, gets: () => ScriptLine | Promise<ScriptLine>, sbuf: { line: string }, bad: string | undefined): number | Promise<number> {
   for (;;) {
-    const { line: w, rv } = gets();
-    sbuf.line = w;
-    const st = scan.line(w, rv);
-    if (st === MORE) continue;
-    if (st !== DRAIN) return st;
-    let bad = w;
-    for (;;) {
-      const next = gets();
-      bad = next.line;
-      if (next.rv !== 1) break;
+    const l = gets();
+    if (l instanceof Promise) {
+      return l.then((v) => {
+        const st = scanStep(scan, v, sbuf, bad);
+        if (st !== MORE && st !== DRAIN) return st;
+        return scanLines(scan, gets, sbuf, st === DRAIN ? (bad ?? v.line) : undefined);
+      });
     }
-    return scan.malformed(bad);
+    const st = scanStep(scan, l, sbuf, bad);
+    if (st === DRAIN) bad ??= l.line;
+    else if (st !== MORE) return st;
   }
+}
+
+/** One line read: MORE or DRAIN to go on, else the status. While draining (`bad` set), the
+ *  lines are only read away; the last one read is the one logged. */
+function scanStep(scan: HeaderScan, l: ScriptLine, sbuf: { line: string }, bad: string | undefined): number {
+  if (bad !== undefined) return l.rv === 1 ? DRAIN : scan.malformed(l.line);
+  sbuf.line = l.line;
+  return scan.line(l.line, l.rv);
 }

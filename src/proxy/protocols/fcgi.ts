@@ -72,15 +72,6 @@ export function decodeHeader(b: Buffer, at = 0): FcgiHeader {
   };
 }
 
-/** A whole BEGIN_REQUEST record (header and its 8-byte body). */
-export function encodeBeginRequest(requestId: number, role: number, flags: number): Buffer {
-  const b = Buffer.alloc(FCGI_HEADER_LEN * 2);
-  encodeHeader(FcgiType.BEGIN_REQUEST, requestId, 8).copy(b, 0);
-  b.writeUInt16BE(role, 8);
-  b[10] = flags;
-  return b;
-}
-
 /** A whole END_REQUEST record (what an application sends last). */
 export function encodeEndRequest(requestId: number, appStatus: number, protocolStatus: number): Buffer {
   const b = Buffer.alloc(FCGI_HEADER_LEN * 2);
@@ -99,68 +90,6 @@ function writeLength(b: Buffer, at: number, n: number): number {
   if (n >> 7 === 0) { b[at] = n; return at + 1; }
   b.writeUInt32BE((n | 0x80000000) >>> 0, at);
   return at + 4;
-}
-
-/** The encoded size of one name-value pair. */
-export function pairLength(name: string, value: string): number {
-  return lengthSize(name.length) + lengthSize(value.length) + name.length + value.length;
-}
-
-/** One name-value pair, encoded. */
-export function encodePair(name: string, value: string): Buffer {
-  const b = Buffer.allocUnsafe(pairLength(name, value));
-  let at = writeLength(b, 0, name.length);
-  at = writeLength(b, at, value.length);
-  at += b.write(name, at, 'latin1');
-  b.write(value, at, 'latin1');
-  return b;
-}
-
-export interface EncodedParams {
-  /** PARAMS records, each a header and its content, the empty closing record last. */
-  readonly records: Buffer[];
-  /** Names of pairs larger than one record could carry, left out (httpd's AH02536). */
-  readonly skipped: string[];
-}
-
-/** The environment as PARAMS records: as many whole pairs in each record as fit within
- *  `limit` bytes of content (ap_fcgi_encoded_env_len), a pair too big for any record left
- *  out, then the empty record that ends the stream. */
-export function encodeParams(requestId: number, env: Iterable<readonly [string, string]>, limit = FCGI_PARAMS_RECORD_LIMIT): EncodedParams {
-  const records: Buffer[] = [];
-  const skipped: string[] = [];
-  let batch: [string, string][] = [];
-  let size = 0;
-  const flush = (): void => {
-    if (batch.length === 0) return;
-    const b = Buffer.allocUnsafe(FCGI_HEADER_LEN + size);
-    encodeHeader(FcgiType.PARAMS, requestId, size).copy(b, 0);
-    let at = FCGI_HEADER_LEN;
-    for (const [n, v] of batch) {
-      at = writeLength(b, at, n.length);
-      at = writeLength(b, at, v.length);
-      at += b.write(n, at, 'latin1');
-      at += b.write(v, at, 'latin1');
-    }
-    records.push(b);
-    batch = [];
-    size = 0;
-  };
-  for (const [n, v] of env) {
-    const len = pairLength(n, v);
-    if (len > limit) {
-      // httpd meets it at the start of a record: what was packed before goes out first.
-      flush();
-      skipped.push(n);
-      continue;
-    }
-    if (size + len > limit) flush();
-    batch.push([n, v]);
-    size += len;
-  }
-  flush();
-  records.push(encodeHeader(FcgiType.PARAMS, requestId, 0));
-  return { records, skipped };
 }
 
 /** Writes a byte string at `at` (short ones byte by byte: cheaper than a call into the
@@ -183,7 +112,7 @@ function putHeader(b: Buffer, at: number, type: number, requestId: number, conte
   b[at + 7] = 0;
 }
 
-/** What encodeRequest makes: the bytes, and the names encodeParams would have skipped. */
+/** What encodeRequest makes: the bytes, and the names of the pairs left out. */
 export interface EncodedRequest {
   readonly data: Buffer;
   /** Names of pairs larger than one record could carry, left out (AH02536); undefined: none. */
@@ -191,9 +120,10 @@ export interface EncodedRequest {
 }
 
 /**
- * A whole request in one buffer, byte for byte what encodeBeginRequest, encodeParams and
- * encodeStream give one after the other: BEGIN_REQUEST, the environment as PARAMS records
- * (packed as encodeParams packs them), the empty PARAMS record, then — when `stdin` is given —
+ * A whole request in one buffer: BEGIN_REQUEST, the environment as PARAMS records (as many
+ * whole pairs in each record as fit within `limit` bytes of content, httpd's
+ * ap_fcgi_encoded_env_len; a pair too big for any record left out, what was packed before it
+ * closed first), the empty PARAMS record, then — when `stdin` is given —
  * the body as STDIN records of at most `stdinPiece` bytes (each split at the record limit) and
  * the empty STDIN record. Written straight from the table, with no per-pair objects.
  */
@@ -201,7 +131,7 @@ export function encodeRequest(
   requestId: number, role: number, flags: number, env: ReadonlyMap<string, string>,
   limit: number, stdin: Buffer | undefined, stdinPiece: number,
 ): EncodedRequest {
-  // Pass 1: the size (the records are cut where encodeParams cuts them).
+  // Pass 1: the size (where the records are cut).
   let total = FCGI_HEADER_LEN * 2;
   let size = 0;
   let skipped: string[] | undefined;

@@ -6,12 +6,63 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import {
-  FcgiType, FCGI_RESPONDER, FCGI_KEEP_CONN, FcgiRecordReader, FcgiPairDecoder, HeaderEndScanner,
-  encodeBeginRequest, encodeEndRequest, encodeHeader, encodeParams, encodePair, encodeRequest, encodeStream, decodeHeader,
+  FcgiType, FCGI_HEADER_LEN, FCGI_PARAMS_RECORD_LIMIT, FCGI_RESPONDER, FCGI_KEEP_CONN, FcgiRecordReader, FcgiPairDecoder, HeaderEndScanner,
+  encodeEndRequest, encodeHeader, encodeRequest, encodeStream, decodeHeader,
   type FcgiEvent,
 } from '../../../src/proxy/protocols/fcgi.js';
 import { encodeScgiHeader, ScgiHeaderReader } from '../../../src/proxy/protocols/scgi.js';
 import { encodeUwsgiPacket, UwsgiPacketReader } from '../../../src/proxy/protocols/uwsgi.js';
+
+// ---- reference encoders: the FastCGI records built piece by piece, plainly, to check what
+// the one-buffer encodeRequest writes against.
+
+/** A whole BEGIN_REQUEST record (header and its 8-byte body). */
+function encodeBeginRequest(requestId: number, role: number, flags: number): Buffer {
+  const b = Buffer.alloc(FCGI_HEADER_LEN * 2);
+  encodeHeader(FcgiType.BEGIN_REQUEST, requestId, 8).copy(b, 0);
+  b.writeUInt16BE(role, 8);
+  b[10] = flags;
+  return b;
+}
+
+/** A name or value length: one byte below 128, else four with the top bit set. */
+function lengthBytes(n: number): Buffer {
+  if (n < 128) return Buffer.from([n]);
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE((n | 0x80000000) >>> 0, 0);
+  return b;
+}
+
+/** One name-value pair, encoded. */
+function encodePair(name: string, value: string): Buffer {
+  return Buffer.concat([lengthBytes(name.length), lengthBytes(value.length), Buffer.from(name, 'latin1'), Buffer.from(value, 'latin1')]);
+}
+
+/** The environment as PARAMS records: as many whole pairs in each record as fit within
+ *  `limit` bytes of content, a pair too big for any record left out (what was packed before
+ *  it goes out first), then the empty record that ends the stream. */
+function encodeParams(requestId: number, env: Iterable<readonly [string, string]>, limit = FCGI_PARAMS_RECORD_LIMIT): { records: Buffer[]; skipped: string[] } {
+  const records: Buffer[] = [];
+  const skipped: string[] = [];
+  let batch: Buffer[] = [];
+  let size = 0;
+  const flush = (): void => {
+    if (batch.length === 0) return;
+    records.push(Buffer.concat([encodeHeader(FcgiType.PARAMS, requestId, size), ...batch]));
+    batch = [];
+    size = 0;
+  };
+  for (const [n, v] of env) {
+    const pair = encodePair(n, v);
+    if (pair.length > limit) { flush(); skipped.push(n); continue; }
+    if (size + pair.length > limit) flush();
+    batch.push(pair);
+    size += pair.length;
+  }
+  flush();
+  records.push(encodeHeader(FcgiType.PARAMS, requestId, 0));
+  return { records, skipped };
+}
 
 let seed = 20261126;
 const rnd = (n: number): number => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
