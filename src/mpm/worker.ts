@@ -18,7 +18,7 @@ import { dropPrivileges } from '../modules/arch/unix/mod_unixd.js';
 import { processModel, type ProcessModel } from './process-model.js';
 import { ConfigSnapshot, type SnapshotEntries } from './config-snapshot.js';
 import { scoreboard, WorkerLoad } from './scoreboard.js';
-import { startIdleGc } from './idle-gc.js';
+import { holdYoungGeneration, startIdleGc } from './idle-gc.js';
 import { acceptSharedReads } from '../server/http/accept.js';
 import { acceptThroughLayers, layersWantSocket } from '../server/http/connection-layer.js';
 import type { ConnRec } from '../server/request/request.js';
@@ -381,6 +381,7 @@ function closeSet(set: unknown[]): void {
 
 /** Runs this process as a worker; resolves with its exit status. */
 export async function runWorker(options: ConfigOptions, catalogue: ModuleCatalogue): Promise<number> {
+  holdYoungGeneration();
   const fds = new Map<string, number>();
   try {
     const raw = JSON.parse(process.env[ENV_LOG_FDS] ?? '{}') as Record<string, number>;

@@ -49,17 +49,17 @@ test('mergeFound: a repeated field is merged into the first with ", " and report
   assert.deepEqual(h.entries(), [['Accept', 'text/html, text/plain'], ['X-Empty', 'v']]);
 });
 
-test("workers get a 2 MB young generation unless the operator chose one", () => {
-  assert.deepEqual(workerExecArgv([]), ['--max-semi-space-size=2']);
-  assert.deepEqual(workerExecArgv(['--enable-source-maps']), ['--enable-source-maps', '--max-semi-space-size=2']);
+test("workers get an 8 MB young generation unless the operator chose one", () => {
+  assert.deepEqual(workerExecArgv([]), ['--max-semi-space-size=8']);
+  assert.deepEqual(workerExecArgv(['--enable-source-maps']), ['--enable-source-maps', '--max-semi-space-size=8']);
   assert.deepEqual(workerExecArgv(['--max-semi-space-size=8']), ['--max-semi-space-size=8']);
   assert.deepEqual(workerExecArgv([], '--max-semi-space-size=4'), []);
 });
 
 test('workers as many as the CPUs collect garbage on their own thread, unless the operator chose', () => {
-  assert.deepEqual(workerExecArgv([], '', 2, 2), ['--max-semi-space-size=2', '--single-threaded-gc']);
-  assert.deepEqual(workerExecArgv([], '', 4, 2), ['--max-semi-space-size=2', '--single-threaded-gc']);
-  assert.deepEqual(workerExecArgv([], '', 1, 2), ['--max-semi-space-size=2'], 'a CPU to spare: V8 keeps its helper threads');
-  assert.deepEqual(workerExecArgv(['--v8-pool-size=2'], '', 2, 2), ['--v8-pool-size=2', '--max-semi-space-size=2']);
-  assert.deepEqual(workerExecArgv([], '--no-single-threaded-gc', 2, 2), ['--max-semi-space-size=2']);
+  assert.deepEqual(workerExecArgv([], '', 2, 2), ['--max-semi-space-size=8', '--single-threaded-gc']);
+  assert.deepEqual(workerExecArgv([], '', 4, 2), ['--max-semi-space-size=8', '--single-threaded-gc']);
+  assert.deepEqual(workerExecArgv([], '', 1, 2), ['--max-semi-space-size=8'], 'a CPU to spare: V8 keeps its helper threads');
+  assert.deepEqual(workerExecArgv(['--v8-pool-size=2'], '', 2, 2), ['--v8-pool-size=2', '--max-semi-space-size=8']);
+  assert.deepEqual(workerExecArgv([], '--no-single-threaded-gc', 2, 2), ['--max-semi-space-size=8']);
 });
