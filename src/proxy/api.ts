@@ -357,6 +357,15 @@ export interface ProxyDirConf {
 export interface ProxySchemeProvider {
   /** Asked before the providers without it (mod_proxy_wstunnel's hooks run before mod_proxy_http's). */
   readonly first?: boolean;
+  /** The schemes (lower case) whose URLs this provider's canon and handle take; it declines
+   *  every other URL. When given, mod_proxy decides once per configuration and scheme which
+   *  providers a URL goes to and leaves this one out for other schemes (httpd asks every
+   *  module's hook and each declines). Without it, the provider is asked for every URL. */
+  readonly schemes?: readonly string[];
+  /** The module whose debug line a declining handle writes (mod_proxy_fcgi's AH01076 and
+   *  AH01077): at LogLevel debug for it, the provider is asked for every URL again, so the
+   *  error log has httpd's lines. */
+  readonly declineLog?: string;
   /** proxy_hook_check_trans: a ProxyPass matched and maps the request to `url` (without
    *  "proxy:"); a status other than OK and DECLINED passes the request on to the next
    *  ProxyPass (mod_proxy_wstunnel takes ws:// only with an Upgrade header). */

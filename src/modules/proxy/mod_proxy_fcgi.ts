@@ -184,6 +184,9 @@ export async function fcgiHandle(r: Request, call: SchemeCall, proxyname = '(nul
 
 /** proxy_hook_canon_handler and proxy_hook_scheme_handler, through mod_proxy's functions. */
 const scheme: ProxySchemeProvider = {
+  // Asked by mod_proxy for fcgi:// URLs alone (and for all at LogLevel debug, for AH01076/AH01077).
+  schemes: ['fcgi'],
+  declineLog: MODULE,
   canon(r, url) {
     const api = proxyApi(r);
     return api === undefined ? DECLINED : fcgiCanon(r, url, canonHelpers(api));

@@ -505,6 +505,30 @@ function schemeProviders(r: Request): readonly ProxySchemeProvider[] {
   });
 }
 
+/** The providers a URL goes to, decided once per configuration and scheme (as written in the
+ *  URL): schemeProviders' order without those whose `schemes` leave this one out (they would
+ *  decline it); `logs` are the modules of the left-out ones that write a debug line when they
+ *  decline in their handle. */
+interface SchemeChain { readonly list: readonly ProxySchemeProvider[]; readonly logs: readonly string[] }
+
+function schemeChain(r: Request, url: string): SchemeChain {
+  const ctx = r.rt.ctx;
+  const chains = ctx.getScratch<Map<string, SchemeChain>>('proxy:chains', () => new Map());
+  const colon = url.indexOf(':');
+  const scheme = colon < 0 ? '' : url.slice(0, colon);
+  let c = chains.get(scheme);
+  if (c === undefined) {
+    const low = scheme.toLowerCase();
+    const all = schemeProviders(r);
+    const list = all.filter((p) => p.schemes === undefined || p.schemes.includes(low));
+    const logs = [...new Set(all.filter((p) => !list.includes(p) && p.declineLog !== undefined).map((p) => p.declineLog!))];
+    c = { list, logs };
+    // Forward proxy requests can name any scheme: the table stays small.
+    if (chains.size < 64) chains.set(scheme, c);
+  }
+  return c;
+}
+
 /** The proxy_balancer providers (mod_proxy_balancer's pre/post_request hooks), once per
  *  configuration. */
 function balancerProviders(r: Request): readonly ProxyBalancerHooks[] {
@@ -520,7 +544,7 @@ function canonUrl(r: Request): number {
     if (st >= 400) return st;
   }
   const url = r.filename.slice(6);
-  for (const p of schemeProviders(r)) {
+  for (const p of schemeChain(r, url).list) {
     const st = p.canon(r, url);
     if (st !== DECLINED) {
       if (st !== OK) return st;
@@ -537,8 +561,18 @@ function proxyFixup(r: Request): number {
   return canonUrl(r);
 }
 
-async function runScheme(r: Request, w: ProxyWorker, conf: ProxyServerConf, url: string, pname: string | undefined, pport: number): Promise<number> {
-  for (const p of schemeProviders(r)) {
+/** proxy_run_scheme_handler: the providers of the URL's scheme in turn (every provider when
+ *  one left out would log its declining at this request's level). */
+function runScheme(r: Request, w: ProxyWorker, conf: ProxyServerConf, url: string, pname: string | undefined, pport: number): Promise<number> {
+  const c = schemeChain(r, url);
+  let list = c.list;
+  for (const m of c.logs) if (r.wantsLog(m, APLOG_DEBUG)) { list = schemeProviders(r); break; }
+  if (list.length === 1) return list[0]!.handle(r, w, conf, url, pname, pport);
+  return runSchemeList(list, r, w, conf, url, pname, pport);
+}
+
+async function runSchemeList(list: readonly ProxySchemeProvider[], r: Request, w: ProxyWorker, conf: ProxyServerConf, url: string, pname: string | undefined, pport: number): Promise<number> {
+  for (const p of list) {
     const st = await p.handle(r, w, conf, url, pname, pport);
     if (st !== DECLINED) return st;
   }

@@ -136,7 +136,7 @@ function postConfig(ctx: ConfigContext): string | undefined {
         name: b.s.name, sname, sticky: b.s.sticky, stickyPath: b.s.stickyPath, stickySeparator: b.s.stickySeparator,
         lbpname: b.s.lbpname, nonce, vhost: b.s.vhost, vpath, stickyForce: b.s.stickyForce, scolonsep: b.s.scolonsep,
         forcerecovery: b.s.forcerecovery, inactive: b.s.inactive, needReset: false, timeout: b.s.timeout,
-        maxAttempts: b.s.maxAttempts ?? (b.workers.length > 1 ? b.workers.length - 1 : undefined), wupdated: Date.now(), index: bi,
+        maxAttempts: b.s.maxAttempts ?? (b.workers.length > 1 ? b.workers.length - 1 : undefined), wupdated: Date.now(), index: bi, gen: 0,
       };
       const record = new SharedRecord(bptr, BALANCER_LAYOUT.fields, init, child);
       b.s = record.view as unknown as ProxyBalancerShared;
@@ -294,13 +294,28 @@ async function waitBestWorker(b: ProxyBalancer, r: Request): Promise<ProxyWorker
   return candidate;
 }
 
+/** The scheme modules whose canon handlers a member URL goes to, decided once per
+ *  configuration and scheme: those that declare other schemes alone would decline it. */
+function canonChain(r: Request, url: string): readonly ProxySchemeProvider[] {
+  const ctx = r.rt.ctx;
+  const chains = ctx.getScratch('proxy_balancer:schemes', () => new Map<string, readonly ProxySchemeProvider[]>());
+  const colon = url.indexOf(':');
+  const scheme = colon < 0 ? '' : url.slice(0, colon);
+  let list = chains.get(scheme);
+  if (list === undefined) {
+    const low = scheme.toLowerCase();
+    list = ctx.providerNames('proxy_scheme').filter((n) => n !== 'balancer')
+      .map((n) => ctx.provider('proxy_scheme', n)).filter((p) => p !== undefined)
+      .filter((p) => p.schemes === undefined || p.schemes.includes(low));
+    if (chains.size < 64) chains.set(scheme, list);
+  }
+  return list;
+}
+
 /** Runs the scheme modules' canon handlers on the member's URL (ap_proxy_canon_url). */
 function canonUrl(r: Request, url: string): { status: number; url: string } {
-  const ctx = r.rt.ctx;
   r.filename = `proxy:${url}`;
-  const schemes = ctx.getScratch('proxy_balancer:schemes', () => ctx.providerNames('proxy_scheme').filter((n) => n !== 'balancer')
-    .map((n) => ctx.provider('proxy_scheme', n)).filter((p) => p !== undefined));
-  for (const p of schemes) {
+  for (const p of canonChain(r, url)) {
     const rc = p.canon(r, url);
     if (rc === DECLINED) continue;
     if (rc === OK) return { status: OK, url: r.filename.startsWith('proxy:') ? r.filename.slice(6) : url };
@@ -420,6 +435,8 @@ const hooks: ProxyBalancerHooks = {
 
 /** proxy_balancer_canon: balancer:// URLs keep their raw path (canonicalised per member later). */
 const scheme: ProxySchemeProvider = {
+  // balancer:// URLs alone: mod_proxy does not ask it for the others.
+  schemes: ['balancer'],
   canon(r, url) {
     if (url.slice(0, 9).toLowerCase() !== 'balancer:') return DECLINED;
     const api = apiOf(r.rt.ctx);

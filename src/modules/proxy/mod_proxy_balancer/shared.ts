@@ -9,6 +9,13 @@
 // change the copy and mark the field, and the marked fields alone go to the table at the end
 // of the event-loop turn (or at once with `flush`), so two processes changing different
 // fields of a member (one its lbstatus, the other its error flag) do not undo each other.
+// The counters (lbstatus, elected, busy, transferred, read) change on every balanced request
+// and are kept apart: this process adds to its copy, and its additions since the last write
+// go to the table at most every STATS_WAIT ms, added to the table's values as they are then
+// (a read and a write of the slot), so the table holds the sum of every process's counts.
+// Any other field a process writes bumps its balancer's generation (`gen`, written after the
+// fields): a process refreshes its members from the table when the balancer's slot changed
+// (state.ts), not on every turn.
 // A record keeps the slot's bytes as this process last saw them (read, or written by it):
 // a load whose bytes are the same decodes nothing, and otherwise only the fields whose bytes
 // changed (decoding every member's fields, strings included, on each balanced request cost
@@ -16,20 +23,26 @@
 //
 // DIFFERENCE: httpd's members are structs in shared memory, read and written in place; plume's
 // are refreshed once per event-loop turn that balances requests (state.ts, syncBalancer). A
-// change made in one process is seen by another from its next such turn (httpd: at once).
+// change made in one process is seen by another from its next such turn (httpd: at once); the
+// counters of other processes within STATS_WAIT ms (each process balances by its own lbstatus
+// in between).
 
 import type { SlotPointer } from '../../../server/slotmem.js';
 
 type FieldType = 'str' | 'u32' | 'i32' | 'f64' | 'bool' | 'opt';
-interface Field { readonly key: string; readonly type: FieldType; readonly off: number; readonly size: number }
+/** `stat`: a counter, shared by adding (see above). */
+interface Field { readonly key: string; readonly type: FieldType; readonly off: number; readonly size: number; readonly stat: boolean }
 
-function layout(spec: readonly (readonly [string, FieldType, number?])[]): { fields: readonly Field[]; size: number } {
+/** The members' counters. */
+const STATS = new Set(['lbstatus', 'elected', 'busy', 'transferred', 'read']);
+
+function layout(spec: readonly (readonly [string, FieldType, number?])[], stats: ReadonlySet<string> = new Set()): { fields: readonly Field[]; size: number } {
   let off = 0;
   const fields: Field[] = [];
   for (const [key, type, len] of spec) {
     const size = type === 'str' ? (len ?? 64) : type === 'f64' ? 8 : type === 'bool' ? 1 : 4;
     if (type === 'f64') off = (off + 7) & ~7;
-    fields.push({ key, type, off, size });
+    fields.push({ key, type, off, size, stat: stats.has(key) });
     off += size;
   }
   return { fields, size: (off + 15) & ~15 };
@@ -43,14 +56,14 @@ export const WORKER_LAYOUT = layout([
   ['elected', 'f64'], ['busy', 'f64'], ['transferred', 'f64'], ['read', 'f64'], ['retries', 'i32'],
   ['errorTime', 'f64'], ['updated', 'f64'], ['passes', 'i32'], ['pcount', 'i32'], ['fails', 'i32'], ['fcount', 'i32'],
   ['index', 'i32'], ['interval', 'f64'],
-]);
+], STATS);
 
 /** proxy_balancer_shared's fields. */
 export const BALANCER_LAYOUT = layout([
   ['name', 'str', 64], ['sname', 'str', 64], ['sticky', 'str', 64], ['stickyPath', 'str', 64], ['stickySeparator', 'str', 2],
   ['lbpname', 'str', 16], ['nonce', 'str', 40], ['vhost', 'str', 64], ['vpath', 'str', 64],
   ['stickyForce', 'bool'], ['scolonsep', 'bool'], ['forcerecovery', 'bool'], ['inactive', 'bool'], ['needReset', 'bool'],
-  ['timeout', 'f64'], ['maxAttempts', 'opt'], ['wupdated', 'f64'], ['index', 'i32'],
+  ['timeout', 'f64'], ['maxAttempts', 'opt'], ['wupdated', 'f64'], ['index', 'i32'], ['gen', 'f64'],
 ]);
 
 type Value = string | number | boolean | undefined;
@@ -60,8 +73,25 @@ let flushScheduled = false;
 
 export function flushAll(): void {
   flushScheduled = false;
-  for (const r of dirtyRecords) r.flush();
-  dirtyRecords.clear();
+  // A member's flush bumps its balancer's generation: that record is flushed after it.
+  while (dirtyRecords.size > 0) {
+    const now = [...dirtyRecords];
+    dirtyRecords.clear();
+    for (const r of now) r.flush();
+  }
+}
+
+/** How long a process keeps its counters' additions before adding them to the table. */
+export const STATS_WAIT = 50;
+const statRecords = new Set<SharedRecord>();
+let statsTimer: NodeJS.Timeout | undefined;
+
+/** Adds every record's counted changes to the table now. */
+export function flushAllStats(): void {
+  if (statsTimer !== undefined) { clearTimeout(statsTimer); statsTimer = undefined; }
+  const now = [...statRecords];
+  statRecords.clear();
+  for (const r of now) r.flushStats();
 }
 
 /** The record behind a view (a symbol: the view's own keys are the fields alone). */
@@ -102,18 +132,31 @@ export class SharedRecord {
   private dirtyCount = 0;
   /** The slot's bytes as this process last read or wrote them (null: decode all at the next load). */
   private seen: Buffer | null = null;
+  /** A counter's value in the table as this process last read or wrote it: values[i] - base[i]
+   *  is what this process added since. */
+  private readonly base: number[];
+  private readonly hasStats: boolean;
   readonly view: Record<string, Value>;
 
-  constructor(private readonly ptr: SlotPointer, private readonly fields: readonly Field[], init: Readonly<Record<string, Value>>, fromSlot: boolean) {
+  /** `afterFlush`: called when fields other than the counters were written. */
+  constructor(private readonly ptr: SlotPointer, private readonly fields: readonly Field[], init: Readonly<Record<string, Value>>, fromSlot: boolean,
+    private readonly afterFlush?: () => void) {
     this.values = new Array<Value>(fields.length).fill(undefined);
     this.dirty = new Uint8Array(fields.length);
+    this.base = new Array<number>(fields.length).fill(0);
+    this.hasStats = fields.some((f) => f.stat);
     this.view = new (viewClassOf(fields))(this);
     if (fromSlot) {
       this.load();
     } else {
-      for (let i = 0; i < fields.length; i++) { this.values[i] = init[fields[i]!.key]; this.dirty[i] = 1; }
+      for (let i = 0; i < fields.length; i++) {
+        const v = init[fields[i]!.key];
+        this.values[i] = v;
+        if (fields[i]!.stat) this.base[i] = Number(v ?? 0);
+        this.dirty[i] = 1;
+      }
       this.dirtyCount = fields.length;
-      this.flush();
+      this.flush(false);
     }
   }
 
@@ -123,6 +166,11 @@ export class SharedRecord {
   setField(i: number, v: Value): void {
     if (this.values[i] === v) return;
     this.values[i] = v;
+    if (this.fields[i]!.stat) {
+      statRecords.add(this);
+      if (statsTimer === undefined) { statsTimer = setTimeout(flushAllStats, STATS_WAIT); statsTimer.unref(); }
+      return;
+    }
     if (this.dirty[i] === 0) { this.dirty[i] = 1; this.dirtyCount++; }
     dirtyRecords.add(this);
     if (!flushScheduled) { flushScheduled = true; setImmediate(flushAll); }
@@ -130,23 +178,52 @@ export class SharedRecord {
 
   /** The slot's fields as they are in the table now (fields changed here and not yet
    *  written keep this process's value). */
-  load(bytes: Buffer = this.ptr.read()): void {
+  load(bytes: Buffer = this.ptr.read()): boolean {
     const seen = this.seen;
     // Unchanged since this process last read or wrote the slot: every value is current.
-    if (seen !== null && seen.length === bytes.length && seen.equals(bytes)) return;
+    if (seen !== null && seen.length === bytes.length && seen.equals(bytes)) return false;
     const fields = this.fields;
     for (let i = 0; i < fields.length; i++) {
       if (this.dirty[i] !== 0) continue;
       const f = fields[i]!;
       if (seen !== null && seen.length === bytes.length && bytes.compare(seen, f.off, f.off + f.size, f.off, f.off + f.size) === 0) continue;
-      this.values[i] = decode(bytes, f);
+      const v = decode(bytes, f);
+      if (f.stat) {
+        // The table's count plus what this process added and has not written yet.
+        const local = this.values[i];
+        this.values[i] = typeof local === 'number' && typeof v === 'number' ? v + (local - this.base[i]!) : v;
+        this.base[i] = typeof v === 'number' ? v : 0;
+      } else this.values[i] = v;
     }
+    this.seen = bytes;
+    return true;
+  }
+
+  /** Adds this process's counted changes to the table's counters (a read and a write). */
+  flushStats(): void {
+    if (!this.hasStats) return;
+    const bytes = this.ptr.read();
+    this.load(bytes);
+    const fields = this.fields;
+    let from = -1; let to = -1;
+    for (let i = 0; i < fields.length; i++) {
+      const f = fields[i]!;
+      if (!f.stat || this.values[i] === this.base[i]) continue;
+      encode(bytes.subarray(f.off, f.off + f.size), f, this.values[i]);
+      const back = decode(bytes, f) as number;
+      this.values[i] = back;
+      this.base[i] = back;
+      if (from < 0) from = f.off;
+      to = f.off + f.size;
+    }
+    if (from < 0) return;
+    this.ptr.write(bytes.subarray(from, to), from);
     this.seen = bytes;
   }
 
   /** Writes the changed fields now; adjacent ones (or ones apart only by alignment padding,
    *  which nothing uses) in one write. */
-  flush(): void {
+  flush(notify = true): void {
     if (this.dirtyCount === 0) return;
     const fields = this.fields;
     const dirty = this.dirty;
@@ -175,6 +252,7 @@ export class SharedRecord {
     }
     dirty.fill(0);
     this.dirtyCount = 0;
+    if (notify) this.afterFlush?.();
   }
 }
 

@@ -75,10 +75,17 @@ export function workerInit(w: ProxyWorker): Record<string, string | number | boo
 export function shareWorker(st: BalancerState, w: ProxyWorker, index: number, fromSlot: boolean): void {
   const ptr = st.storage.dptr(st.wslot, index);
   if (typeof ptr === 'string') throw new Error(`worker slotmem_dptr failed: ${ptr}`);
-  const rec = new SharedRecord(ptr, WORKER_LAYOUT.fields, { ...workerInit(w), index }, fromSlot);
+  const rec = new SharedRecord(ptr, WORKER_LAYOUT.fields, { ...workerInit(w), index }, fromSlot, () => bumpGeneration(st));
   w.s = rec.view as unknown as ProxyWorkerShared;
   w.s.index = index;
   st.members.set(w, rec);
+}
+
+/** A member's fields other than its counters were written: the balancer's generation changes
+ *  (after them, at the same flush), so that the other processes read the members again. A
+ *  random value: two processes bumping at once still leave a value each reader has not seen. */
+function bumpGeneration(st: BalancerState): void {
+  (st.record.view as { gen: number }).gen = Math.random();
 }
 
 // ---- balancing ------------------------------------------------------------------------------------
@@ -95,23 +102,33 @@ function turn(): number {
 
 /** ap_proxy_sync_balancer for a balanced request, plus this process's refresh of the shared
  *  state: the balancer's and its members' fields as the table has them; members another
- *  process added. The requests of one event-loop turn read the table once: within the turn
- *  this process's copy has every change it made, and another process's changes are seen from
- *  the next turn on, as they are written (its changes go to the table at the end of its turns). */
+ *  process added. The requests of one event-loop turn read the balancer's slot once: within
+ *  the turn this process's copy has every change it made, and another process's changes are
+ *  seen from the next turn on, as they are written (its changes go to the table at the end of
+ *  its turns, with a new generation in the balancer's slot). The members' slots are read only
+ *  when the balancer's slot changed; their counters come with this process's own additions
+ *  (shared.ts). */
 export function syncBalancer(b: ProxyBalancer, r: Request): void {
   const st = stateOf(b);
   if (st === undefined) return;
   const now = turn();
   if (st.syncedTurn === now) return;
   st.syncedTurn = now;
-  syncBalancerFor(b, r.rt.ctx, r.server);
+  if (!st.record.load()) return;
+  syncMembers(b, st, r.rt.ctx, r.server);
 }
 
-/** syncBalancer outside a request (the health checker's watchdog: ap_proxy_sync_balancer). */
+/** syncBalancer outside a request, every field as the table has it now, this process's counts
+ *  added first (the balancer-manager's page, the health checker's watchdog: ap_proxy_sync_balancer). */
 export function syncBalancerFor(b: ProxyBalancer, ctx: ConfigContext, s: ServerRec): void {
   const st = stateOf(b);
   if (st === undefined) return;
+  for (const rec of st.members.values()) rec.flushStats();
   st.record.load();
+  syncMembers(b, st, ctx, s);
+}
+
+function syncMembers(b: ProxyBalancer, st: BalancerState, ctx: ConfigContext, s: ServerRec): void {
   if (st.members.size <= 1) {
     for (const rec of st.members.values()) rec.load();
   } else {
