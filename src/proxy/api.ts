@@ -443,6 +443,16 @@ export interface BackendReader {
   /** readLine without waiting: the line when a whole one is already read (undefined: call
    *  readLine), so a response head that came in one piece is parsed without a promise per line. */
   lineNow(max: number): string | undefined;
+  /** The whole response head when it is already read in one piece (an HTTP/1.x status line,
+   *  every line ended by CR LF, none of `max` bytes or more): its lines, the status line first
+   *  and the empty line that ends it left out, still on the stream (skip() takes as much of
+   *  them as was used); undefined otherwise (read it with lineNow / readLine). */
+  headNow(max: number): string[] | undefined;
+  /** Takes `n` bytes of a head that headNow gave (at most all of it, CR LF included). */
+  skip(n: number): void;
+  /** true when bytes (or the end of the stream) are there to read; else a promise of true once
+   *  they are, of false when the timeout passed first. */
+  ready(): true | Promise<boolean>;
   /** Up to `max` bytes as they arrive; null at the end of the stream. */
   read(max: number): Promise<Buffer | null>;
   /** read without waiting: up to `max` bytes already read (undefined: none are; call read). */

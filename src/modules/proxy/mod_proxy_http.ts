@@ -13,7 +13,7 @@ import {
 import type { Request } from '../../server/request/request.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_WARNING } from '../../server/log/levels.js';
 import { coreDir } from '../../server/core/config.js';
-import { dataBucket, EOS, FLUSH, FilterError, FTYPE_PROTOCOL } from '../../server/filters.js';
+import { dataBucket, EOS, FLUSH, FilterError, FTYPE_PROTOCOL, type Bucket } from '../../server/filters.js';
 import { defaultPort, getServerName, getServerPort } from '../../server/core/server-name.js';
 import { APACHE_COMPAT_VERSION } from '../../server/version.js';
 import {
@@ -70,13 +70,36 @@ function canon(r: Request, url: string): number {
 // ---- reverse mapping: reverse-map.ts (shared with mod_proxy_http2) ---------------------------
 export { locationReverseMap, cookieReverseMap };
 
-/** process_proxy_header: dates canonicalised, URLs and cookies reverse-mapped. */
-function processHeader(r: Request, dc: ProxyDirConf, name: string, value: string): void {
-  const k = name.toLowerCase();
-  if (k === 'date' || k === 'expires' || k === 'last-modified') r.headersOut.add(name, dateCanon(value));
-  else if (k === 'location' || k === 'content-location' || k === 'uri' || k === 'destination') r.headersOut.add(name, locationReverseMap(r, dc, value));
-  else if (k === 'set-cookie') r.headersOut.add(name, cookieReverseMap(r, dc, value));
+/** What process_proxy_header does with a field, by its name; HOP: a field that is passed on
+ *  here but taken out afterwards (HOP_BY_HOP), CONNECTION: the Connection field. */
+const PLAIN = 0; const DATE = 1; const URL = 2; const COOKIE = 3; const HOP = 4; const CONNECTION = 5;
+const KIND_OF = new Map<string, number>([
+  ['date', DATE], ['expires', DATE], ['last-modified', DATE],
+  ['location', URL], ['content-location', URL], ['uri', URL], ['destination', URL],
+  ['set-cookie', COOKIE], ['connection', CONNECTION],
+  ...HOP_BY_HOP.map((n): [string, number] => [n.toLowerCase(), HOP]),
+]);
+/** The kinds of the names backends send, as they spell them (a bounded memo). */
+const kindMemo = new Map<string, number>();
+function kindOf(name: string): number {
+  let k = kindMemo.get(name);
+  if (k === undefined) {
+    k = KIND_OF.get(name.toLowerCase()) ?? PLAIN;
+    if (kindMemo.size >= 512) kindMemo.clear();
+    kindMemo.set(name, k);
+  }
+  return k;
+}
+
+/** process_proxy_header: dates canonicalised, URLs and cookies reverse-mapped. Returns the
+ *  field's kind (HOP and CONNECTION tell processResponse that it has fields to take out). */
+function processHeader(r: Request, dc: ProxyDirConf, name: string, value: string): number {
+  const k = kindOf(name);
+  if (k === DATE) r.headersOut.add(name, dateCanon(value));
+  else if (k === URL) r.headersOut.add(name, locationReverseMap(r, dc, value));
+  else if (k === COOKIE) r.headersOut.add(name, cookieReverseMap(r, dc, value));
   else r.headersOut.add(name, value);
+  return k;
 }
 
 // ---- the request ----------------------------------------------------------------------------
@@ -344,9 +367,20 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
   let interimCount = 0;
   for (;;) {
     let line: string | null;
+    // The head read in one piece (the usual case): its lines at once; else line by line.
+    let lines = rd.headNow(maxLine);
+    let li = 1;
     try {
-      line = rd.lineNow(maxLine) ?? await rd.readLine(maxLine);
-      if (line === '') line = rd.lineNow(maxLine) ?? await rd.readLine(maxLine);
+      if (lines === undefined) {
+        const w = rd.ready();
+        if (w !== true && !(await w)) throw new ProxyIoError('timeout', 'The timeout specified has expired');
+        lines = rd.headNow(maxLine);
+      }
+      if (lines !== undefined) line = lines[0]!;
+      else {
+        line = rd.lineNow(maxLine) ?? await rd.readLine(maxLine);
+        if (line === '') line = rd.lineNow(maxLine) ?? await rd.readLine(maxLine);
+      }
     } catch (e) {
       const timedOut = e instanceof ProxyIoError && e.kind === 'timeout';
       r.log(MOD, APLOG_ERR, `AH01102: error reading status line from remote server ${conn.hostname}:${conn.port}`, timedOut ? { code: 70007, text: 'The timeout specified has expired' } : { code: 104, text: 'Connection reset by peer' });
@@ -383,17 +417,31 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
       const savedCookies = r.headersOut.getAll('Set-Cookie');
       r.headersOut = new (r.headersOut.constructor as new () => typeof r.headersOut)();
       let saw = false;
-      let last: [string, string] | undefined;
-      const flush = (): void => { if (last !== undefined) { processHeader(r, dconf, last[0], last[1]); last = undefined; } };
+      /** Bytes of the head (lines and their CR LF) read so far. */
+      let headBytes = line.length + 2;
+      let lastName: string | undefined;
+      let lastValue = '';
+      // Which fields processResponse has to take out afterwards (none, usually).
+      let hop = false;
+      let connection = false;
       let bad = false;
       try {
         for (;;) {
-          const hl = rd.lineNow(maxLine) ?? await rd.readLine(maxLine);
+          const hl = lines !== undefined ? (li < lines.length ? lines[li++]! : '') : rd.lineNow(maxLine) ?? await rd.readLine(maxLine);
           if (hl === null) { bad = true; break; }
+          headBytes += hl.length + 2;
           if (hl === '') break;
-          if ((hl[0] === ' ' || hl[0] === '\t') && last !== undefined) { last[1] += ' ' + hl.trim(); continue; }
+          const c0 = hl.charCodeAt(0);
+          if ((c0 === 32 || c0 === 9) && lastName !== undefined) { lastValue += ' ' + hl.trim(); continue; }
           const res = headerLine(hl, badopt, saw);
-          if (res.kind === 'field') { flush(); last = [res.name, res.value]; saw = true; continue; }
+          if (res.kind === 'field') {
+            if (lastName !== undefined) {
+              const k = processHeader(r, dconf, lastName, lastValue);
+              if (k === HOP) hop = true; else if (k === CONNECTION) connection = true;
+            }
+            lastName = res.name; lastValue = res.value; saw = true;
+            continue;
+          }
           if (res.kind === 'error') { bad = true; break; }
           if (res.kind === 'body') {
             r.log(MOD, APLOG_WARNING, res.sawHeaders ? `AH01098: Starting body due to bogus non-header in headers returned by ${r.uri} (${r.method})` : `AH01099: No HTTP headers returned by ${r.uri} (${r.method})`);
@@ -409,7 +457,12 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
         else r.log(MOD, APLOG_WARNING, 'AH10404: Error reading headers from backend');
         bad = true;
       }
-      flush();
+      // A head seen whole is taken off the stream up to the line the loop stopped after.
+      if (lines !== undefined) rd.skip(headBytes);
+      if (lastName !== undefined) {
+        const k = processHeader(r, dconf, lastName, lastValue);
+        if (k === HOP) hop = true; else if (k === CONNECTION) connection = true;
+      }
       if (bad) {
         r.log(MOD, APLOG_WARNING, `AH01106: bad HTTP/${major}.${minor} header returned by ${r.uri} (${r.method})`);
         conn.close = true;
@@ -437,10 +490,11 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
         conn.close = true;
       }
       let toclose = false;
-      if (clearConnection((n) => r.headersOut.get(n), (n) => r.headersOut.unset(n))) { conn.close = true; toclose = true; }
+      const out = r.headersOut;
+      if (connection && clearConnection((n) => out.get(n), (n) => out.unset(n))) { conn.close = true; toclose = true; }
       const ct = r.headersOut.get('Content-Type');
       if (ct !== undefined) r.contentType = ct;
-      for (const hbh of HOP_BY_HOP) r.headersOut.unset(hbh);
+      if (hop) for (const hbh of HOP_BY_HOP) r.headersOut.unset(hbh);
       if (via(sconf) !== 'off' && via(sconf) !== 'block') {
         let sn = getServerName(r);
         if (sn === r.hostname) sn = r.server.serverHostname ?? sn;
@@ -536,7 +590,7 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
       return proxyStatus;
     }
     if (r.headersOut.has('Upgrade') && q.upgrade === undefined) r.headersOut.unset('Upgrade');
-    return sendBody(q, rd, te, proxyStatus, keptLine, backasswards);
+    return await sendBody(q, rd, te, proxyStatus, keptLine, backasswards);
   }
 }
 
@@ -635,7 +689,9 @@ async function sendBody(q: Req, rd: BackendReader, te: string | undefined, statu
         data = [b];
         left -= b.length;
       }
-      const buckets = [...pieces.map((x) => dataBucket(x)), ...data.map((x) => dataBucket(x))];
+      const buckets: Bucket[] = [];
+      for (let i = 0; i < pieces.length; i++) buckets.push(dataBucket(pieces[i]!));
+      for (let i = 0; i < data.length; i++) buckets.push(dataBucket(data[i]!));
       pieces.length = 0;
       const finished = (f.kind === 'length' && left <= 0) || (dec !== null && dec.done);
       // Without a Content-Length from the backend, httpd passes what it read on (with a flush
@@ -644,7 +700,9 @@ async function sendBody(q: Req, rd: BackendReader, te: string | undefined, statu
       const unsized = f.kind !== 'length';
       if (finished) {
         if (unsized && buckets.length > 0) await r.write([...buckets, FLUSH]);
-        await r.write(unsized ? [EOS] : [...buckets, EOS]);
+        if (!unsized) buckets.push(EOS);
+        const w = r.write(unsized ? [EOS] : buckets);
+        if (w !== undefined) await w;
         api.countBytes(q.worker, 0, received);
         return OK;
       }
@@ -674,6 +732,27 @@ async function sendBody(q: Req, rd: BackendReader, te: string | undefined, statu
 }
 
 // ---- the handler ----------------------------------------------------------------------------
+/** A backend URL's host, port as given and path (with its query). */
+interface UrlParts { readonly host: string; readonly portStr: string | undefined; readonly path: string }
+/** The parts of the URLs seen last: a backend's URLs repeat (a bounded memo). */
+const urlMemo = new Map<string, UrlParts>();
+let lastUrl = '';
+let lastParts: UrlParts = { host: '', portStr: undefined, path: '/' };
+function urlParts(url: string): UrlParts {
+  if (url === lastUrl) return lastParts;
+  let p = urlMemo.get(url);
+  if (p === undefined) {
+    const u = /^[a-z0-9+.-]+:\/\/(\[[^\]]*\]|[^/:?#]*)(?::(\d*))?([^]*)$/i.exec((url.charCodeAt(0) | 0x20) === 0x75 && url.charCodeAt(4) === 0x3a ? url.replace(/^unix:[^|]*\|/i, '') : url);
+    const path = u?.[3] ?? '/';
+    p = { host: u?.[1] ?? '', portStr: u?.[2] !== undefined && u[2] !== '' ? u[2] : undefined, path: path === '' ? '/' : path };
+    if (urlMemo.size >= 256) urlMemo.clear();
+    urlMemo.set(url, p);
+  }
+  lastUrl = url;
+  lastParts = p;
+  return p;
+}
+
 /** proxy_http_handler. */
 async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, url: string, proxyname: string | undefined, proxyport: number): Promise<number> {
   const m = /^(https?|wss?|h2c?):/i.exec(url);
@@ -702,11 +781,9 @@ async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, u
     let st = api.determineConnection(r, sconf, worker, conn, url, proxyname, proxyport);
     if (typeof st !== 'number') st = await st;
     if (st !== OK) return st;
-    const u = /^[a-z0-9+.-]+:\/\/(\[[^\]]*\]|[^/:?#]*)(?::(\d*))?([^]*)$/i.exec((url.charCodeAt(0) | 0x20) === 0x75 && url.charCodeAt(4) === 0x3a ? url.replace(/^unix:[^|]*\|/i, '') : url);
-    const host = u?.[1] ?? '';
-    const portStr = u?.[2] !== undefined && u[2] !== '' ? u[2] : undefined;
-    let path = u?.[3] ?? '/';
-    if (path === '') path = '/';
+    const parts = urlParts(url);
+    const { host, portStr } = parts;
+    let path = parts.path;
     // Through a ProxyRemote (forward) proxy, or as a forward proxy to another: the absolute URL.
     if (proxyname !== undefined) path = url;
     // The port of the Via lines (ap_proxy_determine_connection): ap_get_server_port, which
@@ -738,8 +815,14 @@ async function handle(r: Request, worker: ProxyWorker, sconf: ProxyServerConf, u
     let built = buildRequest(q);
     if (built instanceof Promise) built = await built;
     if (typeof built === 'number') return built;
-    st = await sendRequest(q, built);
-    if (st !== OK) return st;
+    if (!q.do100 && built.ended && built.prefetched.length === 0 && built.body !== 'chunked') {
+      // The head alone (a request without a body: the usual case), as sendRequest sends it.
+      if (!(await writeHeadAtTurnEnd(conn, built.head))) return passFailed(q);
+      api.countBytes(worker, built.head.length, 0);
+    } else {
+      st = await sendRequest(q, built);
+      if (st !== OK) return st;
+    }
     return await processResponse(q, api.reader(conn, r), built);
   } finally {
     api.releaseConnection(proxyFunction, conn, r.server);

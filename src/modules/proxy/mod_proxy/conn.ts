@@ -20,6 +20,26 @@ export function serverLog(s: ServerRec, level: number, message: string, errno?: 
   if (level <= levelFor(s.logLevel, 'proxy')) s.errorLog.write({ module: 'proxy', level, message, errno });
 }
 
+/** Connections waiting in wait() for a second or more, with their deadlines: one interval
+ *  (while any waits) gives up on those past theirs, instead of a timer armed and cleared for
+ *  every response awaited. A backend timeout then fires up to SWEEP_MS late. */
+const waiting = new Set<BackendConn>();
+const COARSE_MIN_MS = 1000;
+const SWEEP_MS = 50;
+let sweepTimer: NodeJS.Timeout | null = null;
+function sweep(): void {
+  const now = Date.now();
+  for (const c of waiting) {
+    if (now < c.deadline) continue;
+    waiting.delete(c);
+    c.deadline = 0;
+    const w = c.waiter;
+    c.waiter = null;
+    w?.(false);
+  }
+  if (waiting.size === 0 && sweepTimer !== null) { clearInterval(sweepTimer); sweepTimer = null; }
+}
+
 /** A connection with its read queue (the socket's data events feed it for its whole life). */
 export class BackendConn implements ProxyConn {
   socket: net.Socket | null = null;
@@ -40,7 +60,7 @@ export class BackendConn implements ProxyConn {
   queued = 0;
   ended = false;
   error: Error | null = null;
-  waiter: (() => void) | null = null;
+  waiter: ((ok: boolean) => void) | null = null;
   /** Where the socket connected from (the peer address for log lines). */
   addr = '';
   /** What the queue reads from: the socket (TLS over it once on), or the stream attached by
@@ -48,7 +68,9 @@ export class BackendConn implements ProxyConn {
   io: net.Socket | TcpStream | null = null;
   /** Waiting in its worker's pool: the backend closing it takes it out at once. */
   pooled = false;
-  constructor(readonly worker: ProxyWorker) {}
+  /** The pool of its worker in this process. */
+  readonly pool: Pool;
+  constructor(readonly worker: ProxyWorker) { this.pool = poolOf(worker); }
 
   attach(sock: net.Socket): void {
     this.socket = sock;
@@ -81,18 +103,33 @@ export class BackendConn implements ProxyConn {
 
   wake(): void {
     const w = this.waiter;
+    if (w === null) return;
     this.waiter = null;
-    w?.();
+    if (this.deadline !== 0) { waiting.delete(this); this.deadline = 0; }
+    w(true);
   }
 
-  /** Waits for data or the end, at most `ms`; false on timeout. */
+  /** Waits for data or the end, at most `ms`; false on timeout. A wait of a second or more
+   *  is timed by the sweep shared by every connection (see `waiting`), not a timer of its own. */
   wait(ms: number): Promise<boolean> {
     if (this.queue.length > 0 || this.ended) return Promise.resolve(true);
     return new Promise((res) => {
+      if (ms >= COARSE_MIN_MS) {
+        this.waiter = res;
+        this.deadline = Date.now() + ms;
+        waiting.add(this);
+        if (sweepTimer === null) { sweepTimer = setInterval(sweep, SWEEP_MS); sweepTimer.unref(); }
+        return;
+      }
       const t = setTimeout(() => { this.waiter = null; res(false); }, ms);
-      this.waiter = () => { clearTimeout(t); res(true); };
+      this.waiter = (ok) => { clearTimeout(t); res(ok); };
     });
   }
+
+  /** The reader of mod_proxy_http over this connection (made once, see makeReader). */
+  reader: ConnReader | null = null;
+  /** When a coarse wait() gives up (ms since the epoch); 0 when none is pending. */
+  deadline = 0;
 
   take(max: number): Buffer | null {
     const b = this.queue[0];
@@ -219,7 +256,7 @@ function handOut(p: Pool, _w: ProxyWorker, c: BackendConn): BackendConn {
  *  waited ttl= are closed, oldest first (apr_reslist's maintenance; without ttl= none is). */
 export function release(c: BackendConn): void {
   const w = c.worker;
-  const p = poolOf(w);
+  const p = c.pool;
   p.inUse = Math.max(0, p.inUse - 1);
   const reusable = !c.close && c.alive && w.params.disablereuse !== true && !w.generic;
   if (!reusable) c.destroy();
@@ -262,7 +299,7 @@ export function takeOut(c: BackendConn): void {
 /** An idle connection the backend closed: out of the pool, closed. */
 function dropIdle(c: BackendConn): void {
   c.pooled = false;
-  const p = poolOf(c.worker);
+  const p = c.pool;
   const i = p.idle.indexOf(c);
   if (i >= 0) { p.idle.splice(i, 1); c.destroy(); }
 }
@@ -358,57 +395,106 @@ export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWor
   });
 }
 
-/** A reader over the connection with a per-read timeout. */
+/** A reader over the connection with a per-read timeout: one per connection (made at its
+ *  first exchange), another only when an exchange asks for a different timeout (ping=). */
 export function makeReader(c: BackendConn, timeout: number): BackendReader {
-  return {
-    async readLine(max: number): Promise<string | null> {
-      let line = '';
-      let got = false;
-      for (;;) {
-        if (c.queue.length === 0) {
-          if (c.ended) {
-            if (c.error !== null && !got) throw new ProxyIoError('reset', c.error.message);
-            return got ? line : null;
-          }
-          if (!(await c.wait(timeout))) throw new ProxyIoError('timeout', 'The timeout specified has expired');
-          continue;
-        }
-        const b = c.queue[0]!;
-        const nl = b.indexOf(0x0a);
-        const part = nl < 0 ? b : b.subarray(0, nl);
-        line += part.toString('latin1');
-        got = true;
-        c.take(nl < 0 ? b.length : nl + 1);
-        if (line.length > max) throw new ProxyIoError('toolong', 'line too long');
-        if (nl >= 0) return line.endsWith('\r') ? line.slice(0, -1) : line;
-      }
-    },
-    lineNow(max: number): string | undefined {
-      const b = c.queue[0];
-      if (b === undefined) return undefined;
-      const nl = b.indexOf(0x0a);
-      if (nl < 0 || nl > max) return undefined;
-      const end = nl > 0 && b[nl - 1] === 0x0d ? nl - 1 : nl;
-      const line = b.toString('latin1', 0, end);
-      c.take(nl + 1);
-      return line;
-    },
-    async read(max: number): Promise<Buffer | null> {
-      for (;;) {
-        const b = c.take(max);
-        if (b !== null) return b;
+  const r = c.reader;
+  if (r !== null && r.timeout === timeout) return r;
+  const n = new ConnReader(c, timeout);
+  if (r === null) c.reader = n;
+  return n;
+}
+
+const TIMEOUT_TEXT = 'The timeout specified has expired';
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+const STATUS_LINE = /^HTTP\/1\.\d \d\d\d/;
+
+class ConnReader implements BackendReader {
+  constructor(private readonly c: BackendConn, readonly timeout: number) {}
+
+  async readLine(max: number): Promise<string | null> {
+    const c = this.c;
+    let line = '';
+    let got = false;
+    for (;;) {
+      if (c.queue.length === 0) {
         if (c.ended) {
-          if (c.error !== null) throw new ProxyIoError('reset', c.error.message);
-          return null;
+          if (c.error !== null && !got) throw new ProxyIoError('reset', c.error.message);
+          return got ? line : null;
         }
-        if (!(await c.wait(timeout))) throw new ProxyIoError('timeout', 'The timeout specified has expired');
+        if (!(await c.wait(this.timeout))) throw new ProxyIoError('timeout', TIMEOUT_TEXT);
+        continue;
       }
-    },
-    readNow(max: number): Buffer | undefined {
-      return c.take(max) ?? undefined;
-    },
-    unread(b: Buffer): void { c.unread(b); },
-  };
+      const b = c.queue[0]!;
+      const nl = b.indexOf(0x0a);
+      const part = nl < 0 ? b : b.subarray(0, nl);
+      line += part.toString('latin1');
+      got = true;
+      c.take(nl < 0 ? b.length : nl + 1);
+      if (line.length > max) throw new ProxyIoError('toolong', 'line too long');
+      if (nl >= 0) return line.endsWith('\r') ? line.slice(0, -1) : line;
+    }
+  }
+
+  lineNow(max: number): string | undefined {
+    const c = this.c;
+    const b = c.queue[0];
+    if (b === undefined) return undefined;
+    const nl = b.indexOf(0x0a);
+    if (nl < 0 || nl > max) return undefined;
+    const end = nl > 0 && b[nl - 1] === 0x0d ? nl - 1 : nl;
+    const line = b.toString('latin1', 0, end);
+    c.take(nl + 1);
+    return line;
+  }
+
+  /** The whole response head, when it came in one piece with an HTTP/1.x status line, every
+   *  line ended by CR LF and none longer than `max`: its lines (the status line first, the
+   *  empty line that ends the head left out), left on the stream (skip() takes them).
+   *  undefined otherwise (read it line by line). */
+  headNow(max: number): string[] | undefined {
+    const c = this.c;
+    const b = c.queue[0];
+    if (b === undefined || b.length < 16) return undefined;
+    const end = b.indexOf(HEAD_END);
+    if (end < 0) return undefined;
+    const s = b.toString('latin1', 0, end);
+    if (!STATUS_LINE.test(s)) return undefined;
+    const lines = s.split('\r\n');
+    for (let i = 0; i < lines.length; i++) {
+      const l = lines[i]!;
+      if (l.length >= max || l.includes('\n')) return undefined;
+    }
+    return lines;
+  }
+
+  skip(n: number): void {
+    this.c.take(n);
+  }
+
+  ready(): true | Promise<boolean> {
+    const c = this.c;
+    return c.queue.length > 0 || c.ended ? true : c.wait(this.timeout);
+  }
+
+  async read(max: number): Promise<Buffer | null> {
+    const c = this.c;
+    for (;;) {
+      const b = c.take(max);
+      if (b !== null) return b;
+      if (c.ended) {
+        if (c.error !== null) throw new ProxyIoError('reset', c.error.message);
+        return null;
+      }
+      if (!(await c.wait(this.timeout))) throw new ProxyIoError('timeout', TIMEOUT_TEXT);
+    }
+  }
+
+  readNow(max: number): Buffer | undefined {
+    return this.c.take(max) ?? undefined;
+  }
+
+  unread(b: Buffer): void { this.c.unread(b); }
 }
 
 /** Writes to the backend with backpressure; false when the socket failed. */

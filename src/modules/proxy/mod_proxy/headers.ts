@@ -17,9 +17,68 @@ function hasToken(v: string | undefined, tok: string): boolean {
   return v !== undefined && v.split(',').some((t) => t.trim().toLowerCase() === tok);
 }
 
+/** The client's fields that createHeaders takes out, merges into or reads: a request with
+ *  none of them (but Host) gets its head in one pass over its fields (plainHead). */
+const SPECIAL = new Set([
+  'transfer-encoding', 'content-length', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer',
+  'via', 'expect', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-server', 'proxy-authorization',
+]);
+
+/** The backend host as the Host field names it (the backend's own, without ProxyPreserveHost). */
+function backendHost(req: Parameters<ProxyApi['createHeaders']>[2]): string {
+  const bare = req.host.replace(/^\[|\]$/g, '');
+  const withPort = req.portStr !== undefined && Number(req.portStr) !== 80;
+  return bare.includes(':') ? `[${bare}]${withPort ? ':' + req.portStr : ''}` : `${bare}${withPort ? ':' + req.portStr : ''}`;
+}
+
+/** The Via value this proxy adds (ProxyVia On / Full). */
+function viaValue(r: Request, full: boolean, serverPortStr: string): string {
+  let sn = getServerName(r);
+  if (sn === r.hostname) sn = r.server.serverHostname ?? sn;
+  const v = `${Math.floor(r.protoNum / 1000)}.${r.protoNum % 1000} ${sn}${serverPortStr}`;
+  return full ? `${v} (${VIA_BANNER})` : v;
+}
+
+/** createHeaders for a main request whose fields include none of SPECIAL (the usual case):
+ *  the same head, built in one pass with no copy of the table; undefined when a field is
+ *  special (createHeaders then works on a copy as ap_proxy_create_hdrbrgd does). */
+function plainHead(r: Request, sconf: ProxyServerConf, dconf: ProxyDirConf, req: Parameters<ProxyApi['createHeaders']>[2]): string | undefined {
+  let savedHost: string | undefined;
+  let fields = '';
+  let special = false;
+  r.headersIn.forEach((name, value, key) => {
+    if (key === 'host') { savedHost ??= value; return; }
+    if (SPECIAL.has(key)) { special = true; return; }
+    fields += `${name}: ${value}\r\n`;
+  });
+  if (special) return undefined;
+  let host: string;
+  if (dconf.preserveHost !== true) host = backendHost(req);
+  else {
+    if (savedHost === undefined) return undefined;
+    host = savedHost;
+  }
+  // What the copy's merges would append, in their order: none was there before.
+  const via = sconf.viaopt ?? 'off';
+  if (via !== 'off' && via !== 'block') fields += `Via: ${viaValue(r, via === 'full', req.serverPortStr)}\r\n`;
+  if (req.expect100) fields += 'Expect: 100-Continue\r\n';
+  if (dconf.addForwardedHeaders !== false && r.proxyreq === PROXYREQ_REVERSE) {
+    fields += `X-Forwarded-For: ${r.useragentIp}\r\n`;
+    if (savedHost !== undefined) fields += `X-Forwarded-Host: ${savedHost}\r\n`;
+    fields += `X-Forwarded-Server: ${r.server.serverHostname ?? ''}\r\n`;
+  }
+  const creds = r.notes.get('proxy-basic-creds');
+  if (creds !== undefined) fields += `Proxy-Authorization: ${creds}\r\n`;
+  return `${r.method} ${req.target} HTTP/1.${req.force10 ? 0 : 1}\r\nHost: ${host}\r\n${fields}`;
+}
+
 export function createHeaders(
   r: Request, sconf: ProxyServerConf, dconf: ProxyDirConf, req: Parameters<ProxyApi['createHeaders']>[2],
 ): ReturnType<ProxyApi['createHeaders']> {
+  if (r.main === null) {
+    const head = plainHead(r, sconf, dconf, req);
+    if (head !== undefined) return { head, oldCl: undefined, oldTe: undefined };
+  }
   const env = r.subprocessEnv;
   const savedHost = r.headersIn.get('Host');
   const h = r.headersIn.copy();
@@ -34,9 +93,7 @@ export function createHeaders(
   h.unset('Trailer');
   let host: string;
   if (dconf.preserveHost !== true) {
-    const bare = req.host.replace(/^\[|\]$/g, '');
-    const withPort = req.portStr !== undefined && Number(req.portStr) !== 80;
-    host = bare.includes(':') ? `[${bare}]${withPort ? ':' + req.portStr : ''}` : `${bare}${withPort ? ':' + req.portStr : ''}`;
+    host = backendHost(req);
   } else {
     host = savedHost ?? r.server.serverHostname ?? '';
     if (savedHost === undefined) r.log('proxy', APLOG_WARNING, `AH01092: no HTTP 0.9 request (with no host line) on incoming request and preserve host set forcing hostname to be ${host} for uri ${r.uri}`);
@@ -44,12 +101,7 @@ export function createHeaders(
   h.unset('Host');
   const via = sconf.viaopt ?? 'off';
   if (via === 'block') h.unset('Via');
-  else if (via !== 'off') {
-    let sn = getServerName(r);
-    if (sn === r.hostname) sn = r.server.serverHostname ?? sn;
-    const v = `${Math.floor(r.protoNum / 1000)}.${r.protoNum % 1000} ${sn}${req.serverPortStr}`;
-    h.merge('Via', via === 'full' ? `${v} (${VIA_BANNER})` : v);
-  }
+  else if (via !== 'off') h.merge('Via', viaValue(r, via === 'full', req.serverPortStr));
   if (req.expect100) {
     const ex = h.get('Expect');
     if (ex === undefined || !hasToken(ex, '100-continue')) h.merge('Expect', '100-Continue');
