@@ -474,6 +474,8 @@ function memoFindContentType(
   return res;
 }
 
+const NOTHING_SET = { contentType: undefined, contentEncoding: undefined, contentLanguages: [], handler: undefined } as const;
+
 /** The note mod_negotiation reads: the name parts that carried no metadata, '/'-joined
  *  (httpd stores an array; '/' cannot occur in a file name part). */
 export const MIME_EXCEPTIONS_NOTE = 'ap-mime-exceptions-list';
@@ -486,14 +488,19 @@ function findCt(r: Request): number {
   if (r.filename === '') return DECLINED;
   const conf = self.dir(r);
   const resourceName = conf.usePathInfo & 1 ? r.filename + r.pathInfo : r.filename;
-  const res = r.contentType === undefined && r.contentEncoding === undefined && r.contentLanguages.length === 0 && r.handler === undefined
-    ? memoFindContentType(resourceName, conf, typesMap(r.rt.ctx), r)
+  // Remembered when nothing but a handler is set yet (a proxied request has its handler from
+  // the translation): the handler only stands until an extension names another, so the answer
+  // found without it is the answer with it, the handler kept where no extension set one.
+  const memo = r.contentType === undefined && r.contentEncoding === undefined && r.contentLanguages.length === 0;
+  const res = memo
+    ? memoFindContentType(resourceName, conf, typesMap(r.rt.ctx), NOTHING_SET)
     : findContentType(resourceName, conf, typesMap(r.rt.ctx), r);
   r.contentType = res.contentType;
   r.contentEncoding = res.contentEncoding;
   // The answer may be the remembered one: the request gets its own list.
-  r.contentLanguages = res.contentLanguages.length === 0 ? [] : res.contentLanguages.slice();
-  r.handler = res.handler;
+  if (res.contentLanguages.length !== 0) r.contentLanguages = res.contentLanguages.slice();
+  else if (r.contentLanguages.length !== 0) r.contentLanguages = [];
+  if (!memo || res.handler !== undefined) r.handler = res.handler;
   for (const name of res.inputFilters) {
     if (!r.rt.addInputFilter(r, name)) r.log('core', APLOG_ERR, `AH00082: an unknown filter was not added: ${name}`);
   }
