@@ -59,16 +59,48 @@ function unbracket(h: string): string {
   return h.startsWith('[') || h.endsWith(']') ? h.replace(/^\[|\]$/g, '') : h;
 }
 
+/** A backend URL's scheme (lower case) and host and port (ap_proxy_determine_connection's
+ *  apr_uri_parse); undefined when it cannot be parsed. */
+type Target = { readonly scheme: string; readonly nl: { readonly host: string; readonly port: number } };
+
+function parseTarget(u: string): Target | undefined {
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*):(\/\/.*)$/.exec(u);
+  if (m === null) return undefined;
+  const scheme = m[1]!.toLowerCase();
+  const nl = canonNetloc(m[2]!, portOfScheme(scheme));
+  if (typeof nl === 'string') return undefined;
+  return { scheme, nl: { host: nl.host, port: nl.port } };
+}
+
+/** parseTarget by the URL's "scheme://netloc" (the rest does not change the answer, unless it
+ *  holds a line break, which the parse refuses): the same few backends are named on every
+ *  request. */
+function backendTarget(u: string): Target | undefined {
+  const sep = u.indexOf('://');
+  if (sep <= 0) return parseTarget(u);
+  let end = sep + 3;
+  while (end < u.length) { const c = u.charCodeAt(end); if (c === 0x2f || c === 0x3f || c === 0x23) break; end++; }
+  if (end < u.length && LINE_BREAK.test(u)) return parseTarget(u);
+  const key = end === u.length ? u : u.slice(0, end);
+  let t = targets.get(key);
+  if (t === undefined) {
+    t = parseTarget(key) ?? null;
+    if (targets.size >= 256) targets.clear();
+    targets.set(key, t);
+  }
+  return t ?? undefined;
+}
+const targets = new Map<string, Target | null>();
+const LINE_BREAK = /[\n\r\u2028\u2029]/;
+
 function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWorker, c: ProxyConn, url: string, proxyname: string | undefined, proxyport: number): number {
   const bc = c as BackendConn;
   // A connection marked to close is closed now (a pooled one the request must not use).
   if (bc.close) { bc.destroy(); bc.close = false; }
   const { url: u } = deSocketfy(url);
-  const m = /^([A-Za-z][A-Za-z0-9+.-]*):(\/\/.*)$/.exec(u);
-  if (m === null) return proxyError(r, 400, `URI cannot be parsed: ${url}`);
-  const scheme = m[1]!.toLowerCase();
-  const nl = canonNetloc(m[2]!, portOfScheme(scheme));
-  if (typeof nl === 'string') return proxyError(r, 400, `URI cannot be parsed: ${url}`);
+  const t = backendTarget(u);
+  if (t === undefined) return proxyError(r, 400, `URI cannot be parsed: ${url}`);
+  const { scheme, nl } = t;
   bc.isSsl = scheme === 'https' || scheme === 'wss' || scheme === 'h2';
   const host = unbracket(nl.host);
   bc.sslHostname = host;

@@ -30,7 +30,8 @@ function newShared(name: string, scheme: string, hostname: string, port: number,
 }
 
 export function portOfScheme(scheme: string): number {
-  return SCHEME_PORTS[scheme.toLowerCase()] ?? 0;
+  // Schemes come in lower case almost always: looked up as they are first.
+  return SCHEME_PORTS[scheme] ?? SCHEME_PORTS[scheme.toLowerCase()] ?? 0;
 }
 
 /** A mutable worker, as this module builds it. */
@@ -257,11 +258,22 @@ export function makeBalancer(ctx: ConfigContext, url: string): ProxyBalancer {
 
 /** ap_proxy_get_balancer: by "balancer://name" (the path after the name is ignored). */
 export function findBalancer(conf: ProxyServerConf, url: string): ProxyBalancer | undefined {
-  const m = /^balancer:\/\/[^/]*/i.exec(url);
-  if (m === null) return undefined;
-  const name = m[0].toLowerCase();
-  return conf.balancers.find((b) => b.name === name);
+  if (url.length < 11 || url.slice(0, 11).toLowerCase() !== 'balancer://') return undefined;
+  let end = 11;
+  while (end < url.length && url.charCodeAt(end) !== 0x2f) end++;
+  const name = url.slice(0, end).toLowerCase();
+  // By name in a table made once per server (again when a balancer was added); the first of
+  // a name wins, as a walk of the list would find it.
+  let t = balancerTables.get(conf);
+  if (t === undefined || t.count !== conf.balancers.length) {
+    const byName = new Map<string, ProxyBalancer>();
+    for (const b of conf.balancers) if (!byName.has(b.name)) byName.set(b.name, b);
+    t = { count: conf.balancers.length, byName };
+    balancerTables.set(conf, t);
+  }
+  return t.byName.get(name);
 }
+const balancerTables = new WeakMap<ProxyServerConf, { count: number; byName: Map<string, ProxyBalancer> }>();
 
 /** ap_proxy_get_worker: the worker whose name is the longest prefix of `url` (scheme and host
  *  case-insensitive); generic workers never match. */
@@ -355,18 +367,19 @@ export function canonNetloc(url: string, defPort: number): { host: string; port:
   const netloc = url.slice(2, slash);
   const rest = url.slice(slash);
   // The same few backends are named on every request: their netloc is parsed once.
-  const key = `${defPort} ${netloc}`;
-  let nl = netlocs.get(key);
+  let byPort = netlocs.get(defPort);
+  if (byPort === undefined) { byPort = new Map(); netlocs.set(defPort, byPort); }
+  let nl = byPort.get(netloc);
   if (nl === undefined) {
     nl = parseNetloc(netloc, defPort);
-    if (netlocs.size >= 256) netlocs.clear();
-    netlocs.set(key, nl);
+    if (byPort.size >= 256) byPort.clear();
+    byPort.set(netloc, nl);
   }
   if (typeof nl === 'string') return nl;
   return { host: nl.host, port: nl.port, rest, user: nl.user, password: nl.password };
 }
 type Netloc = { readonly host: string; readonly port: number; readonly user: string | undefined; readonly password: string | undefined };
-const netlocs = new Map<string, Netloc | string>();
+const netlocs = new Map<number, Map<string, Netloc | string>>();
 
 function parseNetloc(netloc: string, defPort: number): Netloc | string {
   let hostport = netloc;

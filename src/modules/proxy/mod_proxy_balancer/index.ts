@@ -338,9 +338,6 @@ function bestElected(b: ProxyBalancer, r: Request, url: string, found: SessionRo
 /** The rest of pre_request once a member is chosen: busy, the environment, its URL. */
 function elected(b: ProxyBalancer, r: Request, url: string, found: SessionRoute, chosen: ProxyWorker): ProxyPreRequestResult {
   chosen.s.busy++;
-  let list = inFlight.get(r);
-  if (list === undefined) { list = []; inFlight.set(r, list); }
-  list.push(chosen);
   r.subprocessEnv.set('BALANCER_NAME', b.s.name);
   r.subprocessEnv.set('BALANCER_WORKER_NAME', chosen.s.name);
   r.subprocessEnv.set('BALANCER_WORKER_ROUTE', chosen.s.route);
@@ -359,19 +356,16 @@ function elected(b: ProxyBalancer, r: Request, url: string, found: SessionRoute,
   return { status: fixed.status, worker: chosen, balancer: b, url: fixed.url };
 }
 
-const inFlight = new WeakMap<Request, ProxyWorker[]>();
-
 const hooks: ProxyBalancerHooks = {
   sync: syncBalancerFor,
   preRequest(_worker, balancerIn, r, conf, url) {
     let b = balancerIn;
+    if (b === undefined && url.slice(0, BALANCER_PREFIX.length).toLowerCase() !== BALANCER_PREFIX) return { status: DECLINED };
+    const api = apiOf(r.rt.ctx);
     if (b === undefined) {
-      if (url.slice(0, BALANCER_PREFIX.length).toLowerCase() !== BALANCER_PREFIX) return { status: DECLINED };
-      const api0 = apiOf(r.rt.ctx);
-      b = api0?.getBalancer(conf, url);
+      b = api?.getBalancer(conf, url);
       if (b === undefined) return { status: DECLINED };
     }
-    const api = apiOf(r.rt.ctx);
     syncBalancer(b, r);
     forceRecovery(b, r.server, api);
     const found = findSessionRoute(b, r, url, api);
@@ -405,14 +399,10 @@ const hooks: ProxyBalancerHooks = {
 
   postRequest(worker, balancer, r) {
     const b = balancer;
-    // decrement_busy_count: httpd's request-pool cleanup; mod_proxy calls this after each try.
-    const list = inFlight.get(r);
-    const at = list?.indexOf(worker) ?? -1;
-    if (list !== undefined && at >= 0) {
-      list.splice(at, 1);
-      if (worker.s.busy > 0) worker.s.busy--;
-    }
     if (b === undefined) return DECLINED;
+    // decrement_busy_count: httpd's request-pool cleanup. mod_proxy calls this once after each
+    // try whose pre_request here elected `worker` (and so counted it busy), with its balancer.
+    if (worker.s.busy > 0) worker.s.busy--;
     if (b.errStatuses.length > 0 && (worker.s.status & PROXY_WORKER_IGNORE_ERRORS) === 0) {
       for (const val of b.errStatuses) {
         if (r.status === val) {
