@@ -138,8 +138,18 @@ export function addCommonVars(r: Request): void {
 /** PATH and LD_LIBRARY_PATH: the table's own value, else the server's environment's, else
  *  the fallback. */
 function envToEnv(e: EnvTable, name: string, fallback: string | undefined): void {
-  const v = e.get(name) ?? process.env[name] ?? fallback;
+  const v = e.get(name) ?? serverEnv(name) ?? fallback;
   if (v !== undefined) e.set(name, v);
+}
+
+/** The server's own environment variables envToEnv asks for, read once (process.env is a
+ *  getenv() per access; the server's environment does not change while it runs). */
+const serverEnvCache = new Map<string, string | undefined>();
+function serverEnv(name: string): string | undefined {
+  if (serverEnvCache.has(name)) return serverEnvCache.get(name);
+  const v = process.env[name];
+  serverEnvCache.set(name, v);
+  return v;
 }
 
 
@@ -222,6 +232,11 @@ export interface ScriptHeaderLog {
   readonly noBuffer?: boolean;
 }
 
+/** C's isspace: space, \t, \n, \v, \f, \r. */
+function isCSpace(c: number): boolean {
+  return c === 32 || (c >= 9 && c <= 13);
+}
+
 /** What HeaderScan.line() asks for next. */
 const MORE = -1;
 /** A malformed line with noBuffer: the rest of the output is read away, then malformed(). */
@@ -277,10 +292,14 @@ class HeaderScan {
       return this.malformed(w);
     }
     const name = w.slice(0, colon);
-    const l = w.slice(colon + 1).replace(/^[ \t\n\v\f\r]+/, '');
+    let from = colon + 1;
+    while (from < w.length && isCSpace(w.charCodeAt(from))) from++;
+    const l = w.slice(from);
     const key = name.toLowerCase();
     if (key === 'content-type') {
-      const v = l.replace(/[ \t\n\v\f\r]+$/, '');
+      let end = l.length;
+      while (end > 0 && isCSpace(l.charCodeAt(end - 1))) end--;
+      const v = end === l.length ? l : l.slice(0, end);
       const semi = v.indexOf(';');
       r.contentType = semi < 0 ? v.toLowerCase() : v.slice(0, semi).toLowerCase() + v.slice(semi);
     } else if (key === 'status') {

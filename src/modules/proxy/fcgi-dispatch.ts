@@ -416,8 +416,17 @@ const SBUF = { line: '' };
  *  0 when the data ends before a LF or the line does not fit in MAX_STRING_LEN - 2. */
 class BufferLines {
   private at = 0;
+  /** The answer of every call (read at once by the scan, which keeps no reference to it). */
+  private readonly out: { line: string; rv: 1 | 0 } = { line: '', rv: 1 };
   readonly gets = (): ScriptLine => this.line();
   constructor(private readonly buf: Buffer) {}
+
+  private answer(line: string, rv: 1 | 0): ScriptLine {
+    const o = this.out;
+    o.line = line;
+    o.rv = rv;
+    return o;
+  }
 
   private line(): ScriptLine {
     const max = MAX_STRING_LEN - 2;
@@ -430,15 +439,15 @@ class BufferLines {
       let line = buf.toString('latin1', from, end);
       if (line.includes('\r')) line = line.replace(/\r/g, '');
       this.at = lf < 0 ? end : end + 1;
-      return { line, rv: lf < 0 ? 0 : 1 };
+      return this.answer(line, lf < 0 ? 0 : 1);
     }
     let line = '';
     while (this.at < buf.length && line.length < max) {
       const c = buf[this.at++]!;
-      if (c === 0x0a) return { line, rv: 1 };
+      if (c === 0x0a) return this.answer(line, 1);
       if (c !== 0x0d) line += String.fromCharCode(c);
     }
-    return { line, rv: 0 };
+    return this.answer(line, 0);
   }
 
   rest(): Buffer {

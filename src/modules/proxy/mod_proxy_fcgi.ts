@@ -74,13 +74,16 @@ export function fcgiCanon(r: Request, url: string, h: CanonHelpers): number {
   return OK;
 }
 
+/** The request body as the exchange takes it (prefetchBody). */
+interface Prefetched { status: number; next: () => Promise<Buffer | null>; whole: Buffer | undefined }
+
 /** A request without a body: nothing to send but the empty STDIN record. */
-const NO_BODY = { status: OK, next: (): Promise<Buffer | null> => Promise.resolve(null), whole: Buffer.alloc(0) };
+const NO_BODY: Prefetched = { status: OK, next: (): Promise<Buffer | null> => Promise.resolve(null), whole: Buffer.alloc(0) };
 
 /** The request body as ap_proxy_prefetch_input leaves it: read ahead up to MAX_MEM_SPOOL
  *  bytes before connecting, Content-Length set from it when that was all of it (a chunked
  *  body becomes a counted one), the whole of it spooled when proxy-sendcl asks for a length. */
-async function prefetchBody(r: Request, ioBufferSize: number): Promise<{ status: number; next: () => Promise<Buffer | null>; whole: Buffer | undefined }> {
+async function prefetchBody(r: Request, ioBufferSize: number): Promise<Prefetched> {
   const oldTe = r.headersIn.get('Transfer-Encoding');
   let oldCl: string | undefined;
   if (oldTe !== undefined) r.headersIn.unset('Content-Length');
@@ -138,7 +141,11 @@ export async function fcgiHandle(r: Request, call: SchemeCall, proxyname = '(nul
     return DECLINED;
   }
   if (r.wantsLog(MODULE, APLOG_DEBUG)) r.log(MODULE, APLOG_DEBUG, `AH01078: serving URL ${url}`);
-  const body = await prefetchBody(r, call.ioBufferSize);
+  // A request without a body (no Content-Length, no Transfer-Encoding, no input filter
+  // linked: the first read would give its end) has nothing to read ahead.
+  let body: Prefetched | Promise<Prefetched> = r.body === null && r.inputHead === null && r.inputFilters.length === 0 && !r.headersIn.has('Content-Length') && !r.headersIn.has('Transfer-Encoding')
+    ? NO_BODY : prefetchBody(r, call.ioBufferSize);
+  if (body instanceof Promise) body = await body;
   if (body.status !== OK) return body.status;
   // Connections are not reused unless disablereuse=Off was given on purpose: a FastCGI
   // server may not expect parallel requests on one connection.
@@ -166,7 +173,8 @@ export async function fcgiHandle(r: Request, call: SchemeCall, proxyname = '(nul
       flushWait: call.flushWait,
       keepConn: keep,
       serverPortStr: call.serverPortStr,
-      shouldOverride: (s) => call.shouldOverride(s),
+      // (schemeCall's method uses no `this`.)
+      shouldOverride: call.shouldOverride,
     };
     let env = buildEnvironment(r, d);
     if (env instanceof Promise) env = await env;

@@ -65,11 +65,26 @@ export function canonPath(api: ProxyApi, r: Request, path: string): string | und
   return api.canonenc(path, 'path', false, r.proxyreq, coreDir(r).allowEncodedSlashes === 'nodecode');
 }
 
-/** The CanonHelpers of the scheme modules over mod_proxy's functions. */
-export function canonHelpers(api: ProxyApi): {
+/** What the scheme modules' canonicalisation takes from mod_proxy. */
+interface SchemeCanonHelpers {
   netloc(url: string, defaultPort: number): { host: string; port: number; rest: string } | string;
   encodePath(r: Request, path: string): string | undefined;
-} {
+}
+
+/** canonHelpers' answer for each mod_proxy (made once, not per request). */
+const helpersOf = new WeakMap<ProxyApi, SchemeCanonHelpers>();
+
+/** The CanonHelpers of the scheme modules over mod_proxy's functions. */
+export function canonHelpers(api: ProxyApi): SchemeCanonHelpers {
+  let h = helpersOf.get(api);
+  if (h === undefined) {
+    h = makeCanonHelpers(api);
+    helpersOf.set(api, h);
+  }
+  return h;
+}
+
+function makeCanonHelpers(api: ProxyApi): SchemeCanonHelpers {
   return {
     netloc: (url, port) => {
       const n = api.canonNetloc(url, port);
@@ -110,10 +125,12 @@ export function schemeCall(
       if (c instanceof Promise) c = await c;
       if (typeof c === 'number') return { failed: c, stage: 'acquire', hostname: worker.hostname, port: worker.port };
       conn = c;
-      const st = await api.determineConnection(r, conf, worker, c, url, proxyname, proxyport);
+      let st = api.determineConnection(r, conf, worker, c, url, proxyname, proxyport);
+      if (st instanceof Promise) st = await st;
       if (st !== OK) return { failed: st, stage: 'determine', hostname: c.hostname, port: c.port };
       if (!(c.socket !== null && api.isSocketConnected(c))) {
-        const cs = await api.connectBackend(proxyFunction, c, worker, r, oneExchange);
+        let cs = api.connectBackend(proxyFunction, c, worker, r, oneExchange);
+        if (cs instanceof Promise) cs = await cs;
         if (cs === OK && c.stream !== null) return { socket: c.stream, hostname: c.hostname, port: c.port };
         if (cs !== OK || c.socket === null) return { failed: cs === OK ? 503 : cs, stage: 'connect', hostname: c.hostname, port: c.port };
       }

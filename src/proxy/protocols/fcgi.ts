@@ -251,11 +251,15 @@ const scratchHead = Buffer.alloc(FCGI_HEADER_LEN);
 export class FcgiRecordReader {
   private state = ReadState.Header;
   // Slices of Node's shared pool (allocUnsafe): no buffer of their own per reader.
-  private readonly head = Buffer.allocUnsafe(FCGI_HEADER_LEN);
+  // Made only when a record header or an END_REQUEST body straddles two chunks (a whole one
+  // is read from the chunk where it stands).
+  private head: Buffer | undefined;
   private headFill = 0;
   private remaining = 0;
-  private readonly endBuf = Buffer.allocUnsafe(8);
+  private endBuf: Buffer | undefined;
   private endBody: Buffer | undefined;
+  /** The END_REQUEST body was read whole from its chunk (appStatus, protocolStatus set). */
+  private endRead = false;
   private endFill = 0;
   private chunk: Buffer = NO_DATA;
   private at = 0;
@@ -294,22 +298,45 @@ export class FcgiRecordReader {
       switch (this.state) {
         case ReadState.Header: {
           if (this.at >= chunk.length) return FcgiItem.None;
-          const take = Math.min(FCGI_HEADER_LEN - this.headFill, chunk.length - this.at);
-          chunk.copy(this.head, this.headFill, this.at, this.at + take);
-          this.headFill += take;
-          this.at += take;
-          if (this.headFill < FCGI_HEADER_LEN) return FcgiItem.None;
-          this.headFill = 0;
-          const h = this.head;
-          this.version = h[0]!;
-          this.type = h[1]!;
-          this.requestId = (h[2]! << 8) | h[3]!;
-          this.contentLength = (h[4]! << 8) | h[5]!;
-          this.paddingLength = h[6]!;
+          let h: Buffer;
+          let p: number;
+          if (this.headFill === 0 && chunk.length - this.at >= FCGI_HEADER_LEN) {
+            h = chunk;
+            p = this.at;
+            this.at += FCGI_HEADER_LEN;
+          } else {
+            h = this.head ??= Buffer.allocUnsafe(FCGI_HEADER_LEN);
+            p = 0;
+            const take = Math.min(FCGI_HEADER_LEN - this.headFill, chunk.length - this.at);
+            chunk.copy(h, this.headFill, this.at, this.at + take);
+            this.headFill += take;
+            this.at += take;
+            if (this.headFill < FCGI_HEADER_LEN) return FcgiItem.None;
+            this.headFill = 0;
+          }
+          this.version = h[p]!;
+          this.type = h[p + 1]!;
+          this.requestId = (h[p + 2]! << 8) | h[p + 3]!;
+          this.contentLength = (h[p + 4]! << 8) | h[p + 5]!;
+          this.paddingLength = h[p + 6]!;
           this.remaining = this.contentLength;
           if (this.type === FcgiType.END_REQUEST) {
-            this.endBody = this.contentLength <= 8 ? this.endBuf.fill(0) : Buffer.alloc(this.contentLength);
-            this.endFill = 0;
+            const n = this.contentLength;
+            if (n <= 8 && chunk.length - this.at >= n) {
+              // The whole body is here: its fields straight from the chunk (what it lacks of
+              // its 8 bytes reads as zeros).
+              const at = this.at;
+              let app = 0;
+              for (let i = 0; i < 4; i++) app = app * 256 + (i < n ? chunk[at + i]! : 0);
+              this.appStatus = app;
+              this.protocolStatus = n > 4 ? chunk[at + 4]! : 0;
+              this.at += n;
+              this.remaining = 0;
+              this.endRead = true;
+            } else {
+              this.endBody = n <= 8 ? (this.endBuf ??= Buffer.allocUnsafe(8)).fill(0) : Buffer.alloc(n);
+              this.endFill = 0;
+            }
           }
           this.state = ReadState.Content;
           return FcgiItem.Header;
@@ -332,6 +359,10 @@ export class FcgiRecordReader {
         case ReadState.AfterContent: {
           this.remaining = this.paddingLength;
           this.state = ReadState.Padding;
+          if (this.endRead) {
+            this.endRead = false;
+            return FcgiItem.EndRequest;
+          }
           const b = this.endBody;
           if (b !== undefined) {
             this.endBody = undefined;
@@ -364,7 +395,7 @@ export class FcgiRecordReader {
     let type = this.type;
     let pad = this.paddingLength;
     let at = 0;
-    if (st === ReadState.Header && fill > 0) this.head.copy(scratchHead, 0, 0, fill);
+    if (st === ReadState.Header && fill > 0) this.head!.copy(scratchHead, 0, 0, fill);
     for (;;) {
       if (st === ReadState.Header) {
         if (at >= chunk.length) return false;
