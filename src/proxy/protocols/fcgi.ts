@@ -131,56 +131,47 @@ export function encodeRequest(
   requestId: number, role: number, flags: number, env: ReadonlyMap<string, string>,
   limit: number, stdin: Buffer | undefined, stdinPiece: number,
 ): EncodedRequest {
-  // Pass 1: the size (where the records are cut).
-  let total = FCGI_HEADER_LEN * 2;
+  // BEGIN_REQUEST and the PARAMS records go into the scratch buffer in one pass over the
+  // table (a record's header is filled in when it is closed), then into a buffer of the
+  // request's size with the STDIN records.
+  let sb = scratch;
+  putHeader(sb, 0, FcgiType.BEGIN_REQUEST, requestId, 8);
+  sb[8] = role >> 8;
+  sb[9] = role & 0xff;
+  sb[10] = flags;
+  sb.fill(0, 11, 16);
+  let at = FCGI_HEADER_LEN * 2;
+  let rec = -1;
   let size = 0;
   let skipped: string[] | undefined;
   env.forEach((v, n) => {
     const len = lengthSize(n.length) + lengthSize(v.length) + n.length + v.length;
-    if (len > limit) {
-      if (size > 0) { total += FCGI_HEADER_LEN + size; size = 0; }
-      (skipped ??= []).push(n);
-      return;
+    if (len > limit || (rec >= 0 && size + len > limit)) {
+      if (rec >= 0) { putHeader(sb, rec, FcgiType.PARAMS, requestId, size); rec = -1; size = 0; }
+      if (len > limit) { (skipped ??= []).push(n); return; }
     }
-    if (size + len > limit) { total += FCGI_HEADER_LEN + size; size = 0; }
+    // Room for this pair, its record's header and the closing empty record.
+    if (at + len + FCGI_HEADER_LEN * 2 > sb.length) sb = growScratch(at, at + len + FCGI_HEADER_LEN * 2);
+    if (rec < 0) { rec = at; at += FCGI_HEADER_LEN; }
+    at = writeLength(sb, at, n.length);
+    at = writeLength(sb, at, v.length);
+    at = putLatin1(sb, at, n);
+    at = putLatin1(sb, at, v);
     size += len;
   });
-  if (size > 0) total += FCGI_HEADER_LEN + size;
-  total += FCGI_HEADER_LEN;
+  if (rec >= 0) putHeader(sb, rec, FcgiType.PARAMS, requestId, size);
+  putHeader(sb, at, FcgiType.PARAMS, requestId, 0);
+  at += FCGI_HEADER_LEN;
+  let total = at;
   if (stdin !== undefined) {
-    for (let at = 0; at < stdin.length; at += stdinPiece) {
-      const piece = Math.min(stdin.length - at, stdinPiece);
+    for (let from = 0; from < stdin.length; from += stdinPiece) {
+      const piece = Math.min(stdin.length - from, stdinPiece);
       total += piece + FCGI_HEADER_LEN * Math.ceil(piece / FCGI_MAX_CONTENT_LEN);
     }
     total += FCGI_HEADER_LEN;
   }
   const b = Buffer.allocUnsafe(total);
-  // BEGIN_REQUEST.
-  putHeader(b, 0, FcgiType.BEGIN_REQUEST, requestId, 8);
-  b[8] = role >> 8;
-  b[9] = role & 0xff;
-  b[10] = flags;
-  b.fill(0, 11, 16);
-  // Pass 2: the PARAMS records; a record's header is filled in when it is closed.
-  let at = FCGI_HEADER_LEN * 2;
-  let rec = -1;
-  size = 0;
-  env.forEach((v, n) => {
-    const len = lengthSize(n.length) + lengthSize(v.length) + n.length + v.length;
-    if (len > limit || (rec >= 0 && size + len > limit)) {
-      if (rec >= 0) { putHeader(b, rec, FcgiType.PARAMS, requestId, size); rec = -1; size = 0; }
-      if (len > limit) return;
-    }
-    if (rec < 0) { rec = at; at += FCGI_HEADER_LEN; }
-    at = writeLength(b, at, n.length);
-    at = writeLength(b, at, v.length);
-    at = putLatin1(b, at, n);
-    at = putLatin1(b, at, v);
-    size += len;
-  });
-  if (rec >= 0) putHeader(b, rec, FcgiType.PARAMS, requestId, size);
-  putHeader(b, at, FcgiType.PARAMS, requestId, 0);
-  at += FCGI_HEADER_LEN;
+  sb.copy(b, 0, 0, at);
   if (stdin !== undefined) {
     for (let from = 0; from < stdin.length; from += stdinPiece) {
       const end = Math.min(stdin.length, from + stdinPiece);
@@ -194,6 +185,18 @@ export function encodeRequest(
     putHeader(b, at, FcgiType.STDIN, requestId, 0);
   }
   return { data: b, skipped };
+}
+
+/** encodeRequest's working buffer (grown when an environment does not fit; never shared
+ *  beyond one call: what is sent is a copy). */
+let scratch: Buffer = Buffer.allocUnsafeSlow(16 * 1024);
+
+/** A larger scratch buffer holding the first `keep` bytes of the old one. */
+function growScratch(keep: number, need: number): Buffer {
+  const b = Buffer.allocUnsafeSlow(Math.max(need, scratch.length * 2));
+  scratch.copy(b, 0, 0, keep);
+  scratch = b;
+  return b;
 }
 
 /** Data as records of one stream type (STDIN, or STDOUT/STDERR for an application), split
