@@ -23,12 +23,13 @@ export type IsBest = (current: ProxyWorker, prevBest: ProxyWorker | undefined) =
 export function getBestWorker(workers: readonly ProxyWorker[], isBest: IsBest, retry: (w: ProxyWorker) => void): ProxyWorker | undefined {
   let best: ProxyWorker | undefined;
   let maxLbset = 0;
-  const spares: ProxyWorker[] = [];
-  const standbys: ProxyWorker[] = [];
+  // Made when a set has spares or standbys (most have neither).
+  let spares: ProxyWorker[] | undefined;
+  let standbys: ProxyWorker[] | undefined;
   for (let cur = 0; best === undefined && cur <= maxLbset; cur++) {
     let unusable = 0;
-    spares.length = 0;
-    standbys.length = 0;
+    if (spares !== undefined) spares.length = 0;
+    if (standbys !== undefined) standbys.length = 0;
     for (const w of workers) {
       if (w.s.lbset > maxLbset) maxLbset = w.s.lbset;
       if (w.s.lbset !== cur) continue;
@@ -39,19 +40,21 @@ export function getBestWorker(workers: readonly ProxyWorker[], isBest: IsBest, r
       }
       if (!workerIsUsable(w)) retry(w);
       if (workerIsSpare(w)) {
-        if (workerIsUsable(w)) spares.push(w);
+        if (workerIsUsable(w)) (spares ??= []).push(w);
       } else if (workerIsStandby(w)) {
-        if (workerIsUsable(w)) standbys.push(w);
+        if (workerIsUsable(w)) (standbys ??= []).push(w);
       } else if (workerIsUsable(w)) {
         if (isBest(w, best)) best = w;
       } else {
         unusable++;
       }
     }
-    for (let i = 0; i < spares.length && i < unusable; i++) {
-      if (isBest(spares[i]!, best)) best = spares[i]!;
+    if (spares !== undefined) {
+      for (let i = 0; i < spares.length && i < unusable; i++) {
+        if (isBest(spares[i]!, best)) best = spares[i]!;
+      }
     }
-    if (best === undefined) {
+    if (best === undefined && standbys !== undefined) {
       for (const w of standbys) if (isBest(w, best)) best = w;
     }
   }

@@ -8,28 +8,29 @@ import { defineModule, MODULE_API_VERSION } from '../../../server/module.js';
 import type { ProxyLbMethod, ProxyWorker } from '../../../proxy/api.js';
 import { bestWorkerFor, getBestWorker, lbfactor, NOTHING, requireProxy, type IsBest } from './best-worker.js';
 
-function credit(total: { n: number }): IsBest {
-  return (cur, prev) => {
-    cur.s.lbstatus += lbfactor(cur);
-    total.n += lbfactor(cur);
-    return prev === undefined || cur.s.lbstatus > prev.s.lbstatus;
-  };
-}
+/** The credit handed out during one pick (a pick runs to its end without yielding). */
+let credited = 0;
+const credit: IsBest = (cur, prev) => {
+  const f = lbfactor(cur);
+  cur.s.lbstatus += f;
+  credited += f;
+  return prev === undefined || cur.s.lbstatus > prev.s.lbstatus;
+};
 
 /** find_best_byrequests over members, without a request (tests, health checks). */
 export function findBestByrequests(workers: readonly ProxyWorker[], retry: (w: ProxyWorker) => void): ProxyWorker | undefined {
-  const total = { n: 0 };
-  const w = getBestWorker(workers, credit(total), retry);
-  if (w !== undefined) w.s.lbstatus -= total.n;
+  credited = 0;
+  const w = getBestWorker(workers, credit, retry);
+  if (w !== undefined) w.s.lbstatus -= credited;
   return w;
 }
 
 export const byrequests: ProxyLbMethod = {
   name: 'byrequests',
   finder(balancer, r) {
-    const total = { n: 0 };
-    const w = bestWorkerFor(balancer, r, credit(total));
-    if (w !== undefined) w.s.lbstatus -= total.n;
+    credited = 0;
+    const w = bestWorkerFor(balancer, r, credit);
+    if (w !== undefined) w.s.lbstatus -= credited;
     return w;
   },
   reset(balancer) {

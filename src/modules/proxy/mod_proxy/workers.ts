@@ -279,9 +279,31 @@ const balancerTables = new WeakMap<ProxyServerConf, { count: number; byName: Map
  *  case-insensitive); generic workers never match. */
 export function findWorker(balancer: ProxyBalancer | undefined, conf: ProxyServerConf, url: string): ProxyWorker | undefined {
   const { url: u } = deSocketfy(url);
-  const low = lowerSchemeHost(u);
-  let best: ProxyWorker | undefined;
   const list = balancer !== undefined ? balancer.workers : conf.workers;
+  // Workers named by scheme and host alone (the usual ProxyPass http://host:port): a name can
+  // only match within the URL's "scheme://host:port", so the answer is kept per such prefix.
+  let t = workerTables.get(list);
+  if (t === undefined || t.count !== list.length) {
+    t = { count: list.length, hostOnly: list.every((w) => !/[/?#]/.test(w.name.slice(w.name.indexOf('://') + 3))), byPrefix: new Map() };
+    workerTables.set(list, t);
+  }
+  if (!t.hostOnly) return longestWorker(list, lowerSchemeHost(u));
+  const sep = u.indexOf('://');
+  let end = sep < 0 ? u.length : sep + 3;
+  while (end < u.length) { const c = u.charCodeAt(end); if (c === 0x2f || c === 0x3f || c === 0x23) break; end++; }
+  const key = end === u.length ? u : u.slice(0, end);
+  let w = t.byPrefix.get(key);
+  if (w === undefined) {
+    w = longestWorker(list, lowerSchemeHost(key)) ?? null;
+    if (t.byPrefix.size >= 256) t.byPrefix.clear();
+    t.byPrefix.set(key, w);
+  }
+  return w ?? undefined;
+}
+const workerTables = new WeakMap<readonly ProxyWorker[], { count: number; hostOnly: boolean; byPrefix: Map<string, ProxyWorker | null> }>();
+
+function longestWorker(list: readonly ProxyWorker[], low: string): ProxyWorker | undefined {
+  let best: ProxyWorker | undefined;
   for (const w of list) {
     if (w.generic) continue;
     const n = w.name;
