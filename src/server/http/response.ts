@@ -13,7 +13,7 @@ import { serverBanner } from '../version.js';
 import { getServerName, getServerPort } from '../core/server-name.js';
 import { httpDate } from '../log/time.js';
 import { APLOG_TRACE6, APLOG_ERR, levelFor } from '../log/levels.js';
-import { STATUS_LINES, cannedError, DOCTYPE, statusLine } from './status.js';
+import { STATUS_LINES, cannedError, DOCTYPE, lineHasStatus, statusLine } from './status.js';
 import { strip304Headers, stripHeaderOnlyResponse } from './conditional.js';
 import { byterangeFilter, needsByterange } from './byterange.js';
 import { setKeepalive, isLengthUnknown, dropsConnection } from './keepalive.js';
@@ -96,24 +96,22 @@ function headersValid(r: Request): boolean {
 }
 
 function tableValid(r: Request, t: HeaderTable, strict: boolean): boolean {
-  let ok = true;
-  const refold: [string, string, string][] = [];
-  t.forEach((name, value) => {
-    if (!ok) return;
+  let refold: [string, string, string][] | null = null;
+  for (let e = 0, n = t.size; e < n; e++) {
+    const name = t.nameAt(e);
+    const value = t.valueAt(e);
     if (!goodNames.has(name)) {
       if (name === '') {
         r.log('http', APLOG_ERR, 'AH02428: Empty response header name, aborting request');
-        ok = false;
-        return;
+        return false;
       }
       if (!(strict ? TOKEN_RE : VCHAR_RE).test(name)) {
         r.log('http', APLOG_ERR, `AH02429: Response header name '${name}' contains invalid characters, aborting request`);
-        ok = false;
-        return;
+        return false;
       }
       if (strict && goodNames.size < 1024) goodNames.add(name);
     }
-    if (!BAD_VALUE_RE.test(value)) return;
+    if (!BAD_VALUE_RE.test(value)) continue;
     let out = '';
     let pos = 0;
     for (let i = 0; i < value.length; i++) {
@@ -128,13 +126,12 @@ function tableValid(r: Request, t: HeaderTable, strict: boolean): boolean {
         continue;
       }
       r.log('http', APLOG_ERR, `AH02430: Response header '${name}' value of '${value.slice(pos)}' contains invalid characters, aborting request`);
-      ok = false;
-      return;
+      return false;
     }
-    refold.push([name, value, out + value.slice(pos)]);
-  });
-  if (ok) for (const [name, from, to] of refold) t.mapValues(name, (v) => (v === from ? to : v));
-  return ok;
+    (refold ??= []).push([name, value, out + value.slice(pos)]);
+  }
+  if (refold !== null) for (const [name, from, to] of refold) t.mapValues(name, (v) => (v === from ? to : v));
+  return true;
 }
 
 /** A header failed check_headers: the response is dropped. The first time the request dies
@@ -203,6 +200,19 @@ function fixupVary(out: HeaderTable): void {
   if (names.length > 0) out.set('Vary', names.join(','));
 }
 
+/** The Server header's product string for the request's configuration (ServerTokens is
+ *  global), looked up once per configuration. */
+let bannerCtx: object | null = null;
+let bannerText = '';
+function banner(r: Request): string {
+  const ctx = r.rt.ctx;
+  if (ctx !== bannerCtx) {
+    bannerText = serverBanner(globals(ctx).serverTokens);
+    bannerCtx = ctx;
+  }
+  return bannerText;
+}
+
 /** Serialises the status line and headers (ap_http_header_filter / ap_set_keepalive). */
 function writeHead(r: Request): void {
   r.headersSent = true;
@@ -213,7 +223,7 @@ function writeHead(r: Request): void {
   if (r.errHeadersOut.size) out = r.errHeadersOut.overlay(out);
   r.headersOut = out;
   if (status === 304 || status === 204) stripHeaderOnlyResponse(r);
-  if (r.notes.has('no-etag')) out.unset('ETag');
+  if (r.notes.size > 0 && r.notes.has('no-etag')) out.unset('ETag');
   // force-no-vary drops Vary and answers as HTTP/1.0; otherwise each field name appears once
   // in Vary (httpd's fixup_vary: filters that each add Accept-Encoding say it once).
   if (r.subprocessEnv.size > 0 && r.subprocessEnv.has('force-no-vary')) {
@@ -242,7 +252,7 @@ function writeHead(r: Request): void {
   if (status === 304) strip304Headers(out);
   // A HEAD answered with an empty body gets no 'Content-Length: 0' (httpd's header filter).
   if (r.headerOnly && out.get('Content-Length') === '0') out.unset('Content-Length');
-  const line = r.statusLine && r.statusLine.startsWith(String(status) + ' ') ? r.statusLine : statusLine(status);
+  const line = r.statusLine && lineHasStatus(r.statusLine, status) ? r.statusLine : statusLine(status);
   const server = out.get('Server');
   // A proxied response keeps the origin's Date (httpd's basic_http_header for r->proxyreq).
   const proxyDate = r.proxyreq !== 0 ? out.get('Date') : undefined;
@@ -250,11 +260,12 @@ function writeHead(r: Request): void {
   // (cheaper than making one flat string first).
   // Date is the request's time, as httpd's basic_http_header has it (so an Expires computed
   // from the request time is exactly max-age after Date).
-  let head = proto + ' ' + line + '\r\nDate: ' + (proxyDate ?? httpDate(r.requestTime > 0 ? r.requestTime : Date.now())) + '\r\nServer: ' + (server ?? serverBanner(globals(r.rt.ctx).serverTokens)) + '\r\n';
-  out.forEach((name, value, key) => {
-    if (key === 'date' || key === 'server') return;
-    head += name + ': ' + value + '\r\n';
-  });
+  let head = proto + ' ' + line + '\r\nDate: ' + (proxyDate ?? httpDate(r.requestTime > 0 ? r.requestTime : Date.now())) + '\r\nServer: ' + (server ?? banner(r)) + '\r\n';
+  for (let i = 0, n = out.size; i < n; i++) {
+    const key = out.keyAt(i);
+    if (key === 'date' || key === 'server') continue;
+    head += out.nameAt(i) + ': ' + out.valueAt(i) + '\r\n';
+  }
   head += '\r\n';
   r.headersOut = out;
   c.bytesOut += head.length;

@@ -26,8 +26,29 @@ export function knownStatus(s: number): boolean {
 }
 
 export function statusLine(s: number): string {
+  if (s >= 100 && s <= 999 && s === Math.floor(s)) {
+    let l = statusLines[s - 100];
+    if (l === undefined) statusLines[s - 100] = l = makeStatusLine(s);
+    return l;
+  }
+  return makeStatusLine(s);
+}
+function makeStatusLine(s: number): string {
   const t = STATUS_LINES.get(s);
   return t ? `${s} ${t}` : `${s} `;
+}
+/** Status lines made once per status (every response head has one). */
+const statusLines: (string | undefined)[] = new Array<string | undefined>(900).fill(undefined);
+
+/** Whether a status line (a backend's, a CGI's Status) starts with the status and a space:
+ *  `line.startsWith(status + ' ')` without making that string. */
+export function lineHasStatus(line: string, status: number): boolean {
+  if (status >= 100 && status <= 999 && status === Math.floor(status)) {
+    return line.length >= 4 && line.charCodeAt(3) === 0x20
+      && line.charCodeAt(0) === 0x30 + Math.floor(status / 100) && line.charCodeAt(1) === 0x30 + Math.floor(status / 10) % 10
+      && line.charCodeAt(2) === 0x30 + status % 10;
+  }
+  return line.startsWith(String(status) + ' ');
 }
 
 export interface CannedContext {

@@ -91,6 +91,11 @@ export class HeaderTable {
     for (let i = 0; i < e.length; i += 3) out.push([e[i + 1]!, e[i + 2]!]);
     return out;
   }
+  /** Entry i (0 <= i < size) in order: its name as set, value, lower-cased name. For loops on
+   *  the response path that would otherwise need a closure. */
+  nameAt(i: number): string { return this.e[i * 3 + 1]!; }
+  valueAt(i: number): string { return this.e[i * 3 + 2]!; }
+  keyAt(i: number): string { return this.e[i * 3]!; }
   forEach(fn: (name: string, value: string, key: string) => void): void {
     const e = this.e;
     for (let i = 0; i < e.length; i += 3) fn(e[i + 1]!, e[i + 2]!, e[i]!);

@@ -8,6 +8,7 @@ import { fixHostname } from '../../../src/server/http/protocol.js';
 import { normalizePath } from '../../../src/server/http/uri.js';
 import { HeaderTable } from '../../../src/server/request/headers.js';
 import { workerExecArgv } from '../../../src/mpm/parent.js';
+import { lineHasStatus, statusLine } from '../../../src/server/http/status.js';
 import { makeRequest } from './helpers.js';
 
 test('a Host header seen before gives the same name and port, request after request', () => {
@@ -62,4 +63,31 @@ test('workers as many as the CPUs collect garbage on their own thread, unless th
   assert.deepEqual(workerExecArgv([], '', 1, 2), ['--max-semi-space-size=8'], 'a CPU to spare: V8 keeps its helper threads');
   assert.deepEqual(workerExecArgv(['--v8-pool-size=2'], '', 2, 2), ['--v8-pool-size=2', '--max-semi-space-size=8']);
   assert.deepEqual(workerExecArgv([], '--no-single-threaded-gc', 2, 2), ['--max-semi-space-size=8']);
+});
+
+test('status lines: made once per status; a given line checked for its status without a new string', () => {
+  assert.equal(statusLine(200), '200 OK');
+  assert.equal(statusLine(299), '299 ');
+  assert.equal(statusLine(1000), '1000 ');
+  assert.equal(statusLine(200), statusLine(200));
+  assert.equal(lineHasStatus('200 OK', 200), true);
+  assert.equal(lineHasStatus('200 ', 200), true);
+  assert.equal(lineHasStatus('200', 200), false);
+  assert.equal(lineHasStatus('2000 Odd', 200), false);
+  assert.equal(lineHasStatus('201 Created', 200), false);
+  assert.equal(lineHasStatus('502 Bad Gateway', 502), true);
+  assert.equal(lineHasStatus('1000 x', 1000), true);
+});
+
+test('header entries by index, in order, as forEach gives them', () => {
+  const h = new HeaderTable();
+  h.add('Content-Type', 'text/html');
+  h.add('X-A', '1');
+  h.set('x-a', '2');
+  const seen: string[][] = [];
+  h.forEach((n, v, k) => seen.push([n, v, k]));
+  const byIndex: string[][] = [];
+  for (let i = 0; i < h.size; i++) byIndex.push([h.nameAt(i), h.valueAt(i), h.keyAt(i)]);
+  assert.deepEqual(byIndex, seen);
+  assert.deepEqual(byIndex, [['Content-Type', 'text/html', 'content-type'], ['x-a', '2', 'x-a']]);
 });
