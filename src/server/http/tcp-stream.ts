@@ -19,6 +19,9 @@ import type * as net from 'node:net';
 import * as util from 'node:util';
 import { kept } from '../kept-shapes.js';
 
+/** A synchronous write's completion callback: never called (see TcpStream.write). */
+function noCompletion(): void { /* the write completed at once */ }
+
 /** Node's request objects for a write and a shutdown, and the state the C++ side reports. */
 interface WriteReq {
   handle: StreamHandle;
@@ -309,7 +312,10 @@ export class TcpStream {
     const w = this.wrap;
     const req = new w.WriteWrap();
     req.handle = this.handle;
-    req.oncomplete = (status) => this.afterWrite(status);
+    // Called only for a write that went asynchronous (set below: the completion comes from a
+    // later turn of the event loop, which reads it then); a write the kernel took at once
+    // needs no callback.
+    req.oncomplete = noCompletion;
     req.async = false;
     req.buffer = null;
     kept.write = req;
@@ -326,6 +332,7 @@ export class TcpStream {
     if (w.streamBaseState[w.kLastWriteWasAsync] === 0) return true;
     // Not all of it went out: libuv holds the rest (a string is copied; a buffer is kept).
     req.async = true;
+    req.oncomplete = (status) => this.afterWrite(status);
     if (typeof data !== 'string') req.buffer = data;
     this.pending++;
     if (this.handle.writeQueueSize < HIGH_WATER) return true;
