@@ -469,12 +469,14 @@ function proxyTrans(r: Request): number {
   return DECLINED;
 }
 
+const NO_SECTIONS: readonly never[] = [];
+
 /** proxy_map_location: <Proxy> sections instead of the directory walk. */
 function proxyMapLocation(r: Request): number {
   if (r.proxyreq === PROXYREQ_NONE || !r.filename.startsWith('proxy:')) return DECLINED;
   const conf = proxy.server(r.server);
   const name = r.filename.slice(6);
-  const matched = conf.secProxy.filter((sec) => {
+  const matched = conf.secProxy.length === 0 ? NO_SECTIONS : conf.secProxy.filter((sec) => {
     if (sec.regex !== undefined) {
       const m = sec.regex.exec(name);
       if (m === null) return false;
@@ -543,8 +545,13 @@ function schemeProviders(r: Request): readonly ProxySchemeProvider[] {
  *  decline in their handle. */
 interface SchemeChain { readonly list: readonly ProxySchemeProvider[]; readonly logs: readonly string[] }
 
+let lastChain: { readonly ctx: ConfigContext; readonly scheme: string; readonly chain: SchemeChain } | undefined;
+
 function schemeChain(r: Request, url: string): SchemeChain {
   const ctx = r.rt.ctx;
+  // The scheme of the previous URL, the usual case, is recognised without cutting it out.
+  const last = lastChain;
+  if (last !== undefined && last.ctx === ctx && url.charCodeAt(last.scheme.length) === 0x3a && url.startsWith(last.scheme)) return last.chain;
   const chains = ctx.getScratch<Map<string, SchemeChain>>('proxy:chains', () => new Map());
   const colon = url.indexOf(':');
   const scheme = colon < 0 ? '' : url.slice(0, colon);
@@ -558,6 +565,7 @@ function schemeChain(r: Request, url: string): SchemeChain {
     // Forward proxy requests can name any scheme: the table stays small.
     if (chains.size < 64) chains.set(scheme, c);
   }
+  lastChain = { ctx, scheme, chain: c };
   return c;
 }
 

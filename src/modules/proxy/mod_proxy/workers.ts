@@ -31,8 +31,9 @@ function newShared(name: string, scheme: string, hostname: string, port: number,
 
 export function portOfScheme(scheme: string): number {
   // Schemes come in lower case almost always: looked up as they are first.
-  return SCHEME_PORTS[scheme] ?? SCHEME_PORTS[scheme.toLowerCase()] ?? 0;
+  return PORTS.get(scheme) ?? PORTS.get(scheme.toLowerCase()) ?? 0;
 }
+const PORTS = new Map(Object.entries(SCHEME_PORTS));
 
 /** A mutable worker, as this module builds it. */
 export type Worker = ProxyWorker & { params: ProxyWorkerParams };

@@ -296,8 +296,13 @@ async function waitBestWorker(b: ProxyBalancer, r: Request): Promise<ProxyWorker
 
 /** The scheme modules whose canon handlers a member URL goes to, decided once per
  *  configuration and scheme: those that declare other schemes alone would decline it. */
+let lastChain: { readonly ctx: ConfigContext; readonly scheme: string; readonly list: readonly ProxySchemeProvider[] } | undefined;
+
 function canonChain(r: Request, url: string): readonly ProxySchemeProvider[] {
   const ctx = r.rt.ctx;
+  // The previous member URL's scheme, the usual case, is recognised without cutting it out.
+  const last = lastChain;
+  if (last !== undefined && last.ctx === ctx && url.charCodeAt(last.scheme.length) === 0x3a && url.startsWith(last.scheme)) return last.list;
   const chains = ctx.getScratch('proxy_balancer:schemes', () => new Map<string, readonly ProxySchemeProvider[]>());
   const colon = url.indexOf(':');
   const scheme = colon < 0 ? '' : url.slice(0, colon);
@@ -309,6 +314,7 @@ function canonChain(r: Request, url: string): readonly ProxySchemeProvider[] {
       .filter((p) => p.schemes === undefined || p.schemes.includes(low));
     if (chains.size < 64) chains.set(scheme, list);
   }
+  lastChain = { ctx, scheme, list };
   return list;
 }
 
