@@ -117,6 +117,41 @@ export class ChunkedDecoder {
   }
 }
 
+/** What process_proxy_header does with a field, by its name (fieldKind). F_HOP: a hop-by-hop
+ *  field of HOP_BY_HOP (Upgrade is F_UPGRADE); F_CONNECTION: Connection. mod_proxy_http puts
+ *  neither in the response's table: ap_proxy_clear_connection and the removal of HOP_BY_HOP
+ *  that follow would take them out. */
+export const F_PLAIN = 0; export const F_DATE = 1; export const F_URL = 2; export const F_COOKIE = 3;
+export const F_HOP = 4; export const F_CONNECTION = 5; export const F_UPGRADE = 6;
+
+/** `name` is `lower` in any case (`lower`: lower-case ASCII). */
+function is(name: string, lower: string): boolean {
+  return name === lower || ((name.charCodeAt(0) | 0x20) === lower.charCodeAt(0) && name.toLowerCase() === lower);
+}
+
+/** The kind of a field by its name: by its length first, so most names are told F_PLAIN by a
+ *  comparison or two without a lower-case copy. */
+export function fieldKind(name: string): number {
+  switch (name.length) {
+    case 2: return is(name, 'te') ? F_HOP : F_PLAIN;
+    case 3: return is(name, 'uri') ? F_URL : F_PLAIN;
+    case 4: return name === 'Date' || is(name, 'date') ? F_DATE : F_PLAIN;
+    case 7: return is(name, 'expires') ? F_DATE : is(name, 'upgrade') ? F_UPGRADE : is(name, 'trailer') ? F_HOP : F_PLAIN;
+    case 8: return is(name, 'location') ? F_URL : F_PLAIN;
+    case 10: {
+      const c = name.charCodeAt(0) | 0x20;
+      if (c === 0x63) return is(name, 'connection') ? F_CONNECTION : F_PLAIN;
+      if (c === 0x6b) return is(name, 'keep-alive') ? F_HOP : F_PLAIN;
+      return is(name, 'set-cookie') ? F_COOKIE : F_PLAIN;
+    }
+    case 11: return is(name, 'destination') ? F_URL : F_PLAIN;
+    case 13: return name === 'Last-Modified' || is(name, 'last-modified') ? F_DATE : F_PLAIN;
+    case 16: return is(name, 'content-location') ? F_URL : F_PLAIN;
+    case 18: return is(name, 'proxy-authenticate') ? F_HOP : F_PLAIN;
+    default: return F_PLAIN;
+  }
+}
+
 /** Hop-by-hop fields that never pass a proxy (RFC 7230 section 6.1). */
 export const HOP_BY_HOP = ['Keep-Alive', 'Proxy-Authenticate', 'TE', 'Trailer', 'Upgrade'];
 

@@ -21,7 +21,10 @@ import {
   type ProxyApi, type ProxyConn, type ProxyDirConf, type ProxySchemeProvider, type ProxyServerConf, type ProxyWorker, type BackendReader,
 } from '../../proxy/api.js';
 import { cookieReverseMap, locationReverseMap } from './reverse-map.js';
-import { ChunkedDecoder, ChunkError, clearConnection, dateCanon, headerLine, parseStatusLine, HOP_BY_HOP } from './http-response.js';
+import {
+  ChunkedDecoder, ChunkError, dateCanon, headerLine, parseStatusLine, fieldKind as kindOf,
+  F_PLAIN as PLAIN, F_DATE as DATE, F_URL as URL_FIELD, F_COOKIE as COOKIE, F_HOP as HOP, F_CONNECTION as CONNECTION, F_UPGRADE as UPGRADE,
+} from './http-response.js';
 
 const MOD = 'proxy_http';
 const MAX_MEM_SPOOL = 16384;
@@ -33,8 +36,26 @@ function apiOf(r: Request): ProxyApi {
 }
 
 // ---- canon ----------------------------------------------------------------------------------
+/** The canonical "proxy:" names of the URLs seen last, by URL and what else decides them (a
+ *  bounded memo: a backend's URLs repeat; canonNetloc and canonenc depend on their arguments
+ *  alone). The query string is added per request. */
+const canonMemo = new Map<string, string>();
+
 /** proxy_http_canon. */
 function canon(r: Request, url: string): number {
+  let nocanon = false;
+  let keepSlashes = false;
+  if (r.proxyreq !== PROXYREQ_PROXY) {
+    nocanon = r.notes.has('proxy-nocanon') || r.notes.has('proxy-noencode');
+    keepSlashes = !nocanon && coreDir(r).allowEncodedSlashes === 'nodecode';
+  }
+  const key = `${r.proxyreq}${nocanon ? 'n' : keepSlashes ? 'k' : '-'}${url}`;
+  const known = canonMemo.get(key);
+  if (known !== undefined) {
+    const search = r.proxyreq === PROXYREQ_PROXY ? undefined : r.args;
+    r.filename = search !== undefined ? `${known}?${search}` : known;
+    return OK;
+  }
   const m = /^(https?|wss?):/i.exec(url);
   if (m === null) return DECLINED;
   const scheme = m[1]!.toLowerCase();
@@ -50,11 +71,9 @@ function canon(r: Request, url: string): number {
   if (r.proxyreq === PROXYREQ_PROXY) {
     path = nl.rest;
   } else {
-    if (r.notes.has('proxy-nocanon') || r.notes.has('proxy-noencode')) {
+    if (nocanon) {
       path = nl.rest;
     } else {
-      const d = coreDir(r);
-      const keepSlashes = d.allowEncodedSlashes === 'nodecode';
       const enc = api.canonenc(nl.rest, 'path', false, r.proxyreq === PROXYREQ_REVERSE ? PROXYREQ_REVERSE : PROXYREQ_PROXY, keepSlashes);
       if (enc === undefined) return 400;
       path = enc;
@@ -63,42 +82,25 @@ function canon(r: Request, url: string): number {
   }
   const sport = nl.port !== def ? `:${nl.port}` : '';
   const host = nl.host.includes(':') && !nl.host.startsWith('[') ? `[${nl.host}]` : nl.host;
-  r.filename = `proxy:${scheme}://${host}${sport}${path}${search !== undefined ? '?' + search : ''}`;
+  const name = `proxy:${scheme}://${host}${sport}${path}`;
+  if (canonMemo.size >= 256) canonMemo.clear();
+  canonMemo.set(key, name);
+  r.filename = search !== undefined ? `${name}?${search}` : name;
   return OK;
 }
 
 // ---- reverse mapping: reverse-map.ts (shared with mod_proxy_http2) ---------------------------
 export { locationReverseMap, cookieReverseMap };
 
-/** What process_proxy_header does with a field, by its name; HOP: a field that is passed on
- *  here but taken out afterwards (HOP_BY_HOP), CONNECTION: the Connection field. */
-const PLAIN = 0; const DATE = 1; const URL = 2; const COOKIE = 3; const HOP = 4; const CONNECTION = 5;
-const KIND_OF = new Map<string, number>([
-  ['date', DATE], ['expires', DATE], ['last-modified', DATE],
-  ['location', URL], ['content-location', URL], ['uri', URL], ['destination', URL],
-  ['set-cookie', COOKIE], ['connection', CONNECTION],
-  ...HOP_BY_HOP.map((n): [string, number] => [n.toLowerCase(), HOP]),
-]);
-/** The kinds of the names backends send, as they spell them (a bounded memo). */
-const kindMemo = new Map<string, number>();
-function kindOf(name: string): number {
-  let k = kindMemo.get(name);
-  if (k === undefined) {
-    k = KIND_OF.get(name.toLowerCase()) ?? PLAIN;
-    if (kindMemo.size >= 512) kindMemo.clear();
-    kindMemo.set(name, k);
-  }
-  return k;
-}
-
-/** process_proxy_header: dates canonicalised, URLs and cookies reverse-mapped. Returns the
- *  field's kind (HOP and CONNECTION tell processResponse that it has fields to take out). */
+/** process_proxy_header: dates canonicalised, URLs and cookies reverse-mapped; hop-by-hop
+ *  fields and Connection left out (the caller keeps what it needs of them). Returns the
+ *  field's kind. */
 function processHeader(r: Request, dc: ProxyDirConf, name: string, value: string): number {
   const k = kindOf(name);
-  if (k === DATE) r.headersOut.add(name, dateCanon(value));
-  else if (k === URL) r.headersOut.add(name, locationReverseMap(r, dc, value));
+  if (k === PLAIN) r.headersOut.add(name, value);
+  else if (k === DATE) r.headersOut.add(name, dateCanon(value));
+  else if (k === URL_FIELD) r.headersOut.add(name, locationReverseMap(r, dc, value));
   else if (k === COOKIE) r.headersOut.add(name, cookieReverseMap(r, dc, value));
-  else r.headersOut.add(name, value);
   return k;
 }
 
@@ -422,8 +424,9 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
       let lastName: string | undefined;
       let lastValue = '';
       // Which fields processResponse has to take out afterwards (none, usually).
-      let hop = false;
-      let connection = false;
+      // The first Connection and Upgrade values (as the table's get would give them).
+      let connValue: string | undefined;
+      let upgrade: string | undefined;
       let bad = false;
       try {
         for (;;) {
@@ -437,7 +440,7 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
           if (res.kind === 'field') {
             if (lastName !== undefined) {
               const k = processHeader(r, dconf, lastName, lastValue);
-              if (k === HOP) hop = true; else if (k === CONNECTION) connection = true;
+              if (k === CONNECTION) connValue ??= lastValue; else if (k === UPGRADE) upgrade ??= lastValue;
             }
             lastName = res.name; lastValue = res.value; saw = true;
             continue;
@@ -461,7 +464,7 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
       if (lines !== undefined) rd.skip(headBytes);
       if (lastName !== undefined) {
         const k = processHeader(r, dconf, lastName, lastValue);
-        if (k === HOP) hop = true; else if (k === CONNECTION) connection = true;
+        if (k === CONNECTION) connValue ??= lastValue; else if (k === UPGRADE) upgrade ??= lastValue;
       }
       if (bad) {
         r.log(MOD, APLOG_WARNING, `AH01106: bad HTTP/${major}.${minor} header returned by ${r.uri} (${r.method})`);
@@ -482,7 +485,6 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
         r.log(MOD, APLOG_DEBUG, `AH01107: server ${conn.hostname}:${conn.port} returned Transfer-Encoding and Content-Length`);
         conn.close = true;
       }
-      const upgrade = r.headersOut.get('Upgrade');
       if (proxyStatus === 101) {
         if (upgrade === undefined || q.upgrade === undefined || upgrade.toLowerCase() !== q.upgrade.toLowerCase()) {
           return api.proxyError(r, 502, `Unexpected Upgrade: ${upgrade ?? 'n/a'} (expecting ${q.upgrade ?? 'n/a'})`);
@@ -490,11 +492,11 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
         conn.close = true;
       }
       let toclose = false;
-      const out = r.headersOut;
-      if (connection && clearConnection((n) => out.get(n), (n) => out.unset(n))) { conn.close = true; toclose = true; }
+      // ap_proxy_clear_connection: the fields the Connection field names go (it and the
+      // hop-by-hop ones never went in).
+      if (connValue !== undefined && clearConnectionTokens(r.headersOut, connValue)) { conn.close = true; toclose = true; }
       const ct = r.headersOut.get('Content-Type');
       if (ct !== undefined) r.contentType = ct;
-      if (hop) for (const hbh of HOP_BY_HOP) r.headersOut.unset(hbh);
       if (via(sconf) !== 'off' && via(sconf) !== 'block') {
         let sn = getServerName(r);
         if (sn === r.hostname) sn = r.server.serverHostname ?? sn;
@@ -594,6 +596,25 @@ async function processResponse(q: Req, normal: BackendReader, built: { body: 'no
   }
 }
 
+/** The fields a Connection value names taken out of `out` (those never put in skipped); true
+ *  when it says close. */
+function clearConnectionTokens(out: Request['headersOut'], v: string): boolean {
+  // The usual values: "keep-alive" (a field never put in) and "close".
+  if (v.length === 10 && kindOf(v) === HOP) return false;
+  if (v.length === 5 && v.toLowerCase() === 'close') return true;
+  let close = false;
+  for (const tok of v.split(',')) {
+    const t = tok.trim();
+    if (t === '') continue;
+    if (t.toLowerCase() === 'close') close = true;
+    else {
+      const k = kindOf(t);
+      if (k !== HOP && k !== UPGRADE && k !== CONNECTION) out.unset(t);
+    }
+  }
+  return close;
+}
+
 function via(sconf: ProxyServerConf): string { return sconf.viaopt ?? 'off'; }
 
 /** ap_proxy_should_override. */
@@ -657,7 +678,7 @@ async function drainBody(q: Req, rd: BackendReader, te: string | undefined, stat
 async function sendBody(q: Req, rd: BackendReader, te: string | undefined, status: number, kept: string | undefined, backasswards: boolean): Promise<number> {
   const { r, conn, api } = q;
   const f = backasswards ? { kind: 'close' as const } : framing(q, te, status);
-  r.headersOut.unset('Transfer-Encoding');
+  if (te !== undefined) r.headersOut.unset('Transfer-Encoding');
   const ioSize = q.worker.params.iobuffersize ?? q.sconf.ioBufferSize ?? 8192;
   const pieces: Buffer[] = kept !== undefined ? [Buffer.from(kept, 'latin1')] : [];
   if (f.kind === 'none') {

@@ -460,12 +460,21 @@ class ConnReader implements BackendReader {
     if (end < 0) return undefined;
     const s = b.toString('latin1', 0, end);
     if (!STATUS_LINE.test(s)) return undefined;
-    const lines = s.split('\r\n');
-    for (let i = 0; i < lines.length; i++) {
-      const l = lines[i]!;
-      if (l.length >= max || l.includes('\n')) return undefined;
+    // One scan for the line ends: each LF must follow a CR (a bare LF ends a line as well for
+    // readLine, which then keeps no CR to strip: that head is read line by line).
+    const lines: string[] = [];
+    let pos = 0;
+    for (;;) {
+      const lf = s.indexOf('\n', pos);
+      if (lf < 0) {
+        if (s.length - pos >= max) return undefined;
+        lines.push(s.slice(pos));
+        return lines;
+      }
+      if (s.charCodeAt(lf - 1) !== 13 || lf - 1 - pos >= max) return undefined;
+      lines.push(s.slice(pos, lf - 1));
+      pos = lf + 1;
     }
-    return lines;
   }
 
   skip(n: number): void {
