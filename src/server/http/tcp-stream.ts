@@ -155,6 +155,11 @@ export class TcpStream {
    *  the peer sent is still read — a pipe-like use, as a CGI script's stdin and stdout are
    *  one connection whose output outlives a script that stopped reading. */
   onWriteError: ((err: NodeJS.ErrnoException) => void) | null = null;
+  /** Set by a stream whose handle takes one write at a time (Node's TLSWrap: mod_ssl's
+   *  TlsStream): a write made while one is under way waits in `waiting`. */
+  protected serialWrites = false;
+  private waiting: { data: Buffer | string; encoding: BufferEncoding }[] | null = null;
+  private waitingBytes = 0;
 
   constructor(
     private readonly handle: StreamHandle,
@@ -305,10 +310,22 @@ export class TcpStream {
 
   // ---- writing ---------------------------------------------------------------------------
   get writableNeedDrain(): boolean { return this.needDrain; }
-  get writableLength(): number { return this.destroyed ? 0 : this.handle.writeQueueSize; }
+  get writableLength(): number { return this.destroyed ? 0 : this.handle.writeQueueSize + this.waitingBytes; }
 
   write(data: Buffer | string, encoding: BufferEncoding = 'utf8'): boolean {
     if (this.destroyed || this.ending) return false;
+    if (this.serialWrites && this.pending > 0) {
+      // The handle takes one write at a time (TLS): this one waits for the one under way.
+      (this.waiting ??= []).push({ data, encoding });
+      this.waitingBytes += data.length;
+      if (this.handle.writeQueueSize + this.waitingBytes < HIGH_WATER) return true;
+      this.needDrain = true;
+      return false;
+    }
+    return this.writeNow(data, encoding);
+  }
+
+  private writeNow(data: Buffer | string, encoding: BufferEncoding): boolean {
     const w = this.wrap;
     const req = new w.WriteWrap();
     req.handle = this.handle;
@@ -345,6 +362,13 @@ export class TcpStream {
     if (this.destroyed) return;
     if (status < 0) { this.writeFailed(status); return; }
     if (this.pending > 0) return;
+    const waiting = this.waiting;
+    while (waiting !== null && waiting.length > 0 && this.pending === 0 && !this.destroyed) {
+      const next = waiting.shift()!;
+      this.waitingBytes -= next.data.length;
+      this.writeNow(next.data, next.encoding);
+    }
+    if (this.pending > 0 || this.destroyed) return;
     if (this.ending && !this.shutDown) this.shutdown();
     if (this.needDrain) {
       this.needDrain = false;

@@ -13,7 +13,7 @@ import type * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { ServerRec } from '../../../server/server-rec.js';
 import type { ConnRec } from '../../../server/request/request.js';
-import type { Transport } from '../../../server/http/tcp-stream.js';
+import { type Transport } from '../../../server/http/tcp-stream.js';
 import type { ConnectionLayer } from '../../../server/http/connection-layer.js';
 import type { SocacheInstance } from '../../../server/socache.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, levelFor } from '../../../server/log/levels.js';
@@ -21,6 +21,7 @@ import type { TlsServer } from './contexts.js';
 import { SslConn, sslVar } from './vars.js';
 import { certDetails, verifyChain, type ConnLog } from './ocsp.js';
 import type { Stapler } from './stapling.js';
+import { canOpenTlsStream, openTlsStream, type TlsStream } from './stream.js';
 
 /** What the layer needs from the configuration generation. */
 export interface LayerSetup {
@@ -176,6 +177,10 @@ interface HandshakePlan {
   readonly sni: boolean;
   /** Every host the handshake can end on has TLS 1.3 with stateless tickets. */
   readonly stateless13: boolean;
+  /** A TLS 1.3 handshake here can run on Node's TLS binding without a TLSSocket (stream.ts):
+   *  the base host needs no SNI choice, no client certificate, no OCSP stapling, no session
+   *  cache events and speaks only HTTP/1.1 (ALPN). */
+  readonly direct: boolean;
 }
 
 export class TlsLayer implements ConnectionLayer {
@@ -235,7 +240,12 @@ export class TlsLayer implements ConnectionLayer {
     let p = byFirst.get(first);
     if (p === undefined) {
       const hosts = candidates.map((v) => this.setup.servers.get(v)).filter((t): t is TlsServer => t !== undefined);
-      p = { sni: hosts.some((t) => t !== first), stateless13: first.statelessTls13 && hosts.every((t) => t.statelessTls13) };
+      const sni = hosts.some((t) => t !== first);
+      const stateless13 = first.statelessTls13 && hosts.every((t) => t.statelessTls13);
+      const onlyHttp1 = this.setup.selectProtocol(first.s, ['h2', 'acme-tls/1', 'http/1.1'], { protocol: 'TLSv1.3', cipher: 'TLS_AES_128_GCM_SHA256' }) ?? 'http/1.1';
+      const direct = !sni && stateless13 && !first.requestCert && first.verify === 'none' && first.ocsp === null
+        && !this.staplers.has(first) && onlyHttp1 === 'http/1.1';
+      p = { sni, stateless13, direct };
       byFirst.set(first, p);
     }
     return p;
@@ -304,6 +314,10 @@ export class TlsLayer implements ConnectionLayer {
         this.pskByLegacyId.set(key, hello.psk);
         sock.once('close', () => this.pskByLegacyId.delete(key!));
       }
+      if (!sessions && plan.direct) {
+        const local = sock.localAddress === undefined ? null : { address: sock.localAddress, family: sock.localFamily ?? '', port: sock.localPort ?? 0 };
+        if (this.handshakeDirect(sock, first, local, chunk, serve, hello.pha)) return;
+      }
       this.handshake(sock, base, first, candidates, plan.sni, sessions, serve, hello.pha, () => { if (key !== null) this.pskByLegacyId.delete(key); });
     });
     return true;
@@ -366,6 +380,54 @@ export class TlsLayer implements ConnectionLayer {
     const f = await verifyChain(o, chain, log);
     if (f === null) return true;
     return failed(f.errnum, f.text, chain[f.depth] ?? leaf);
+  }
+
+  /**
+   * The handshake on Node's TLS binding directly (stream.ts), for a base host the plan allows:
+   * the same OpenSSL handshake with the same context, without the TLSSocket and stream
+   * objects Node builds around it. False where the socket cannot be taken over (the usual
+   * handshake runs then).
+   */
+  private handshakeDirect(
+    sock: net.Socket, first: TlsServer, local: { address: string; family: string; port: number } | null, hello: Buffer,
+    serve: (t: Transport, init: (c: ConnRec) => void) => void, pha: boolean,
+  ): boolean {
+    if (!canOpenTlsStream(sock)) return false;
+    const s = first.s;
+    let secure = false;
+    // The ClientHello goes to TLS directly, not through the socket's buffer.
+    sock.read();
+    let stream: TlsStream | null = null;
+    stream = openTlsStream(sock, first.context, local, {
+      alpn: (protocols) => {
+        const t = stream!;
+        const p = this.setup.selectProtocol(s, protocols, { protocol: t.getProtocol() ?? '', cipher: t.getCipher()?.name ?? '' });
+        // DIFFERENCE: as in handshake() below (docs/differences.md).
+        return p ?? (protocols.includes('http/1.1') ? 'http/1.1' : undefined);
+      },
+      secure: () => {
+        const t = stream!;
+        sock.setTimeout(0);
+        secure = true;
+        const sni = typeof t.servername === 'string' && t.servername !== '' ? t.servername : undefined;
+        const state = new SslConn(t as unknown as tls.TLSSocket, s, sni, first.cert, pha);
+        if (APLOG_DEBUG <= levelFor(s.logLevel, 'ssl')) {
+          const bits = sslVar(state, 'SSL_CIPHER_USEKEYSIZE', false) ?? '0';
+          logConn(s, APLOG_DEBUG, `AH02041: Protocol: ${t.getProtocol() ?? ''}, Cipher: ${t.getCipher()?.name ?? ''} (${bits}/${bits} bits)`, sock);
+        }
+        serve(t, (c) => this.setup.attach(c, state));
+      },
+      error: (e) => {
+        // After the handshake the HTTP connection hears of errors itself (the stream's 'error').
+        if (secure) return false;
+        const r = reason(e);
+        logConn(s, APLOG_INFO, `AH02008: SSL library error 1 in handshake (server ${first.id})`, sock);
+        logConn(s, APLOG_INFO, `SSL Library Error: ${r}`, sock);
+        return true;
+      },
+    });
+    stream.receive(hello);
+    return true;
   }
 
   private handshake(
