@@ -500,7 +500,8 @@ function findCt(r: Request): number {
   // The answer may be the remembered one: the request gets its own list.
   if (res.contentLanguages.length !== 0) r.contentLanguages = res.contentLanguages.slice();
   else if (r.contentLanguages.length !== 0) r.contentLanguages = [];
-  if (!memo || res.handler !== undefined) r.handler = res.handler;
+  // An extension's handler is for requests served here: a proxied one keeps proxy-server.
+  if (r.proxyreq === 0 && (!memo || res.handler !== undefined)) r.handler = res.handler;
   for (const name of res.inputFilters) {
     if (!r.rt.addInputFilter(r, name)) r.log('core', APLOG_ERR, `AH00082: an unknown filter was not added: ${name}`);
   }
