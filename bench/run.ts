@@ -62,6 +62,8 @@ interface Options {
   /** worker processes of the plume-workers column */
   plumeWorkers: number;
   keep: boolean;
+  /** what serves the proxy scenarios' backend ports: one nginx process, or three bare Node servers */
+  proxyBackends: 'nginx' | 'node';
   out: string;
   plumeBin: string;
   /** the TLS scenarios (bench/tls.ts) */
@@ -105,6 +107,8 @@ const USAGE = `usage: npm run bench -- [options]
   --server-cpus LIST   taskset CPU list for the servers (e.g. 0)
   --plume-workers N    worker processes of the plume-workers column
                        (default: the number of CPUs the servers may use)
+  --proxy-backends nginx|node  what answers proxy-1k's and proxy-balancer's backend ports: one
+                       nginx process (default when installed) or three bare Node servers
   --keep               keep the temporary site, configs and logs
   --plume-bin FILE     plume entry point run with node (default: <repo>/bin/plume)
   --out FILE           JSON output (default: bench/results/latest.json)
@@ -157,6 +161,7 @@ function parseOptions(argv: string[]): Options {
     serverCpus: null,
     plumeWorkers: 0,
     keep: false,
+    proxyBackends: fs.existsSync(NGINX_BIN) ? 'nginx' : 'node',
     out: path.join(RESULTS_DIR, 'latest.json'),
     plumeBin: DEFAULT_PLUME_BIN,
     tlsScenarios: [...ALL_TLS_SCENARIOS],
@@ -227,6 +232,13 @@ function parseOptions(argv: string[]): Options {
       case '--keep':
         o.keep = true;
         break;
+      case '--proxy-backends': {
+        const v = takeValue();
+        if (v !== 'nginx' && v !== 'node') die('--proxy-backends is nginx or node');
+        if (v === 'nginx' && !fs.existsSync(NGINX_BIN)) die(`--proxy-backends nginx: ${NGINX_BIN} is not installed`);
+        o.proxyBackends = v;
+        break;
+      }
       case '--plume-bin':
         o.plumeBin = path.resolve(takeValue());
         break;
@@ -754,27 +766,81 @@ function probeProxyModules(site: Site, opts: Options): string | null {
   return `skipped: plume has no mod_proxy yet (plume -t: ${why || `exit ${r.status ?? r.signal}`})`;
 }
 
-/** The proxy-balancer scenario's backends: three bare Node servers of the site's htdocs. They
- *  are part of the environment, as wrk is, and run on wrk's CPUs: pinned with the server under
- *  test, a backend took that server's CPU (and preempted it) for every request it answered,
- *  so the figures measured the server plus the backend. Their CPU is reported per run. */
+/** The proxy scenarios' backends (proxy-1k uses the first port, proxy-balancer all three): the
+ *  site's htdocs served by one nginx process listening on three ports (or, with
+ *  --proxy-backends node or without nginx, three bare Node servers). They are part of the
+ *  environment, as wrk is, and run on wrk's CPUs: pinned with the server under test, a backend
+ *  took that server's CPU (and preempted it) for every request it answered, so the figures
+ *  measured the server plus the backend. nginx because a bare Node backend, sharing its CPU
+ *  with wrk, used half of that CPU at 24,000 proxied requests/s (session 19) and became the
+ *  limit of the scenario rather than the proxy under test; nginx answers the same requests for
+ *  a fraction of that. Their CPU is reported per run. */
 async function startBackends(site: Site, opts: Options): Promise<void> {
   const ports: number[] = [];
   const pids: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const port = await freePort();
-    const child = spawnServer(process.execPath, [BARE_NODE_JS, '--port', String(port), '--root', site.htdocs], opts.wrkCpus ?? opts.serverCpus, site.root);
+  for (let i = 0; i < 3; i++) ports.push(await freePort());
+  const started: Started[] = [];
+  if (opts.proxyBackends === 'nginx') {
+    const dir = path.join(site.root, 'proxy-backends');
+    for (const d of ['logs', 'tmp']) fs.mkdirSync(path.join(dir, d), { recursive: true, mode: 0o755 });
+    const conf = path.join(dir, 'nginx.conf');
+    fs.writeFileSync(conf, backendNginxConf(site, dir, ports));
+    started.push(spawnServer(NGINX_BIN, ['-p', dir, '-e', path.join(dir, 'logs', 'error.log'), '-c', conf], opts.wrkCpus ?? opts.serverCpus, site.root));
+  } else {
+    for (const port of ports) {
+      started.push(spawnServer(process.execPath, [BARE_NODE_JS, '--port', String(port), '--root', site.htdocs], opts.wrkCpus ?? opts.serverCpus, site.root));
+    }
+  }
+  for (const child of started) {
     if (child.child.pid !== undefined) pids.push(child.child.pid);
     process.once('exit', () => { try { child.child.kill('SIGKILL'); } catch { /* gone */ } });
+  }
+  for (const port of ports) {
     const deadline = Date.now() + 15000;
     while (!(await canConnect(port))) {
-      if (Date.now() > deadline || !alive(child.child)) throw new Error(`proxy-balancer backend on ${port} did not start: ${failureText(child)}`);
+      if (Date.now() > deadline || started.some((c) => !alive(c.child))) {
+        throw new Error(`proxy backend on ${port} did not start: ${started.map(failureText).join('; ')}`);
+      }
       await sleep(50);
     }
-    ports.push(port);
   }
   site.backendPorts = ports;
   site.backendPids = pids;
+}
+
+/** The proxy backends' nginx: one process (no master), no access log (as the bare Node
+ *  backends), keep-alive connections recycled every 10,000 requests (as theirs). */
+function backendNginxConf(site: Site, dir: string, ports: readonly number[]): string {
+  return `# Generated by bench/run.ts: the proxy scenarios' backends.
+worker_processes 1;
+daemon off;
+master_process off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log warn;
+events {
+    worker_connections 1024;
+}
+http {
+    types {
+        text/html html htm;
+        application/octet-stream bin;
+    }
+    default_type application/octet-stream;
+    access_log off;
+    log_not_found off;
+    keepalive_timeout 60;
+    keepalive_requests 10000;
+    client_body_temp_path ${dir}/tmp/body;
+    proxy_temp_path ${dir}/tmp/proxy;
+    fastcgi_temp_path ${dir}/tmp/fastcgi;
+    uwsgi_temp_path ${dir}/tmp/uwsgi;
+    scgi_temp_path ${dir}/tmp/scgi;
+${ports.map((p) => `    server {
+        listen 127.0.0.1:${p};
+        root ${site.htdocs};
+    }
+`).join('')}}
+`;
 }
 
 function probeStatusModule(site: Site, opts: Options): string | null {

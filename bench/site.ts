@@ -269,7 +269,7 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     notEquivalent: {},
     sameAsApache: false,
     bodyHas: {},
-    description: 'reverse proxy (mod_proxy_http, ProxyPass) to one bare Node backend serving the 1 KB file (the same backend for every server), keep-alive',
+    description: 'reverse proxy (mod_proxy_http, ProxyPass) to one backend port serving the 1 KB file (nginx, or a bare Node server with --proxy-backends node; the same backend for every server), keep-alive',
   },
   'proxy-balancer': {
     name: 'proxy-balancer',
@@ -282,7 +282,7 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
     notEquivalent: {},
     sameAsApache: false,
     bodyHas: {},
-    description: 'reverse proxy through balancer://bench (mod_proxy_balancer, byrequests) to three bare Node backends serving the same 1 KB file, keep-alive',
+    description: 'reverse proxy through balancer://bench (mod_proxy_balancer, byrequests) to three backend ports serving the same 1 KB file (one nginx process, or three bare Node servers with --proxy-backends node), keep-alive',
   },
   'php-fpm': {
     name: 'php-fpm',
