@@ -9,8 +9,9 @@ import { loadConfiguration, postConfigure, cleanupConfiguration } from '../serve
 import { ConfigError, StartupError } from '../server/config/errors.js';
 import { catalogue } from '../modules/index.js';
 import { parseLevel } from '../server/log/levels.js';
-import { startIdleGc } from '../mpm/idle-gc.js';
-import { resumeOptimisingCompiler } from '../server/startup-compiler.js';
+import { startIdleGc } from '../engine/idle-gc.js';
+import { readCount } from '../server/request/stat-cache.js';
+import { resumeOptimisingCompiler } from '../engine/compiler.js';
 import { startServer, bindListeners, openErrorLogs, closeErrorLogs, type Listeners, type RunningServer } from '../server/main-server.js';
 import { shareLogTargets, beginLogGeneration, type LogSink } from '../server/log/log-writer.js';
 import { Parent } from '../mpm/parent.js';
@@ -545,7 +546,7 @@ async function serve(first: ConfigContext, opts: ConfigOptions, err: StartupSink
   }
   closeErrorLogs(first);
   startedAsDaemon();
-  startIdleGc();
+  startIdleGc(readCount);
   return new Promise<number>((resolve) => {
     const stop = (sig: string): void => {
       running.ctx.log('mpm_event', 5, `AH00491: caught ${sig}, shutting down`);

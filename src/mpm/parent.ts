@@ -10,10 +10,10 @@
 // cluster: cluster's primary would schedule connections itself, and its workers' listen()
 // goes through the primary; here each worker listens on its own copy of the parent's sockets.
 
-import * as os from 'node:os';
 import * as fs from 'node:fs';
 import { fork, type ChildProcess } from 'node:child_process';
-import { resumeOptimisingCompiler } from '../server/startup-compiler.js';
+import { resumeOptimisingCompiler } from '../engine/compiler.js';
+import { workerExecArgv } from '../engine/flags.js';
 import type { ConfigContext, ConfigOptions } from '../server/config/context.js';
 import { loadConfiguration, postConfigure, cleanupConfiguration, type ModuleCatalogue } from '../server/config/build.js';
 import { ConfigError, StartupError } from '../server/config/errors.js';
@@ -460,32 +460,3 @@ export class Parent {
   }
 }
 
-/** Node's flags for a worker: the parent's, and unless the operator chose otherwise,
- *  - a young generation of at most 8 MB per semi-space (V8's default lets it grow to 16 MB).
- *    Measured on the benchmark kit's /proxied/1k.html at 50 connections (plume -X pinned with
- *    --single-threaded-gc, --trace-gc): one scavenge per 55 requests with 2 MB, 115 with 4 MB,
- *    225-270 with 8 MB, 270 with 16 MB; each scavenge copies the live state of every request
- *    waiting on the backend, so the collector's time per request fell about fourfold from
- *    2 to 8 MB (2.2 µs per request at 8 MB in a 13,700 requests/s run), and a worker's CPU per
- *    proxied request (user) went from 51-64 to 30-37 µs (3 runs each, same minutes; Apache 20-22).
- *    Idle memory does not grow with it: the worker holds its young generation small while it
- *    starts (idle-gc.ts holdYoungGeneration): 61 MB at start against 60 MB with 2 MB;
- *  - when there are at least as many workers as CPUs, V8's collector on the worker's own thread
- *    (--single-threaded-gc): its parallel and concurrent helper threads can only take CPU from
- *    the other workers then, and the main thread waits on them. Measured with 2 workers on 2
- *    CPUs under the 404 load: 40 % less time in scavenges (about 0.4 s against 0.67 s per
- *    worker in 10 s), a third as many pauses over 1 ms, the same requests per second. */
-export function workerExecArgv(
-  parent: readonly string[] = process.execArgv,
-  nodeOptions = process.env['NODE_OPTIONS'] ?? '',
-  workers = 1,
-  cpus = os.availableParallelism(),
-): string[] {
-  const given = (flag: string): boolean => parent.some((a) => a.includes(flag)) || nodeOptions.includes(flag);
-  const out = [...parent];
-  if (!given('--max-semi-space-size')) out.push(`--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`);
-  const gcThreads = ['single-threaded', 'parallel-scavenge', 'concurrent-marking', 'parallel-marking', 'v8-pool-size'];
-  if (workers >= cpus && !gcThreads.some(given)) out.push('--single-threaded-gc');
-  return out;
-}
-const WORKER_SEMI_SPACE_MB = 8;

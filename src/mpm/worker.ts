@@ -18,7 +18,8 @@ import { dropPrivileges } from '../modules/arch/unix/mod_unixd.js';
 import { processModel, type ProcessModel } from './process-model.js';
 import { ConfigSnapshot, type SnapshotEntries } from './config-snapshot.js';
 import { scoreboard, WorkerLoad } from './scoreboard.js';
-import { holdYoungGeneration, startIdleGc } from './idle-gc.js';
+import { holdYoungGeneration, startIdleGc } from '../engine/idle-gc.js';
+import { readCount } from '../server/request/stat-cache.js';
 import { acceptSharedReads } from '../server/http/accept.js';
 import { acceptThroughLayers, layersWantSocket } from '../server/http/connection-layer.js';
 import type { ConnRec } from '../server/request/request.js';
@@ -446,7 +447,7 @@ export async function runWorker(options: ConfigOptions, catalogue: ModuleCatalog
   for (const sink of ctx.getScratch<LogSink[]>('core:errorLogSinks', () => [])) sink.flush();
 
   const model = processModel(ctx);
-  startIdleGc(true);
+  startIdleGc(readCount, true);
   return new Promise<number>((resolve) => {
     // A worker is done when its last connection is: the IPC channel would keep it alive.
     const done = (code: number): void => {

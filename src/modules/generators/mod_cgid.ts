@@ -28,6 +28,7 @@ import { DAEMON_ENV, type CgidDaemonOptions } from './cgid-daemon.js';
 import { runThroughDaemon } from './cgid-client.js';
 import type { StderrSink } from './cgi-spawner.js';
 import { streamStderr } from './cgi-common.js';
+import { CGID_DAEMON_EXEC_ARGV } from '../../engine/flags.js';
 
 /** httpd's DEFAULT_SCRIPTSOCK, under DefaultRuntimeDir. */
 const DEFAULT_SCRIPTSOCK = 'cgisock';
@@ -82,8 +83,7 @@ async function startDaemon(ctx: ConfigContext): Promise<void> {
     // Its own process group: a terminal's ^C reaches the server, which stops the daemon itself
     // (the daemon also goes when the parent's IPC channel closes).
     detached: true,
-    // A small young generation keeps the daemon's memory, and so each fork, small.
-    execArgv: ['--max-semi-space-size=1'],
+    execArgv: [...CGID_DAEMON_EXEC_ARGV],
   });
   const result = await new Promise<{ error: string; errno: number } | null>((resolve) => {
     child.once('message', (m: unknown) => resolve(m === 'ready' ? null : (m as { error: string; errno: number })));

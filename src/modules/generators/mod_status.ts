@@ -21,7 +21,7 @@ import { escapeLogItem, strftime } from '../../server/log/error-log-format.js';
 import { escapeHtml } from '../../server/http/response.js';
 import { getServerName } from '../../server/core/server-name.js';
 import { BUILT, serverBanner } from '../../server/version.js';
-import { kept } from '../../server/kept-shapes.js';
+import { kept } from '../../engine/kept-shapes.js';
 import { AP_STATUS_EXTENDED, AP_STATUS_NOTABLE, AP_STATUS_SHORT, runStatusHooks } from '../../server/status-hook.js';
 import {
   scoreboard, attachScoreboardFromEnv, attachInProcess, detachScoreboard, newSlotView,

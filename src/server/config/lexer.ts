@@ -1,7 +1,7 @@
 // The configuration language's lexical rules, as httpd reads them (util.c ap_cfg_getline,
 // ap_getword_conf): logical lines with backslash continuation, '#' comments, quoted words.
 
-import { configurationLinesRead } from '../startup-compiler.js';
+import { configurationLinesRead } from '../../engine/compiler.js';
 
 export interface LogicalLine {
   /** The text with continuations joined and surrounding white space removed. */

@@ -5,7 +5,7 @@
 // 100 Continue), timeouts, pipelining, keep-alive and a lingering close.
 
 import { noteRead, readDone } from '../request/stat-cache.js';
-import { kept } from '../kept-shapes.js';
+import { kept } from '../../engine/kept-shapes.js';
 import type { Transport } from './tcp-stream.js';
 import { streamFileRange } from './file-cache.js';
 import type { Runtime } from '../runtime.js';
@@ -32,7 +32,7 @@ import { coreServer, coreDir } from '../core/config.js';
 import { APLOG_DEBUG, APLOG_INFO, APLOG_WARNING, APLOG_ERR } from '../log/levels.js';
 import { scoreboard, type ScoreEntry } from '../../mpm/scoreboard.js';
 import { readShared } from './accept.js';
-import { resumeOptimisingCompiler } from '../startup-compiler.js';
+import { resumeOptimisingCompiler } from '../../engine/compiler.js';
 import { directProtocols, switchProtocol, PROTOCOL_HTTP1, type ProtocolConn, type SwitchableConn, type TakenTransport } from './protocols.js';
 
 /** ap_rgetline outcomes. */
@@ -257,7 +257,7 @@ export class HttpConnection implements ConnRec, Wire, SwitchableConn {
     this.strictHost = baseConf.strictHostCheck === true;
     socket.setNoDelay(true);
     // The first connection a process serves turns V8's optimising compiler on (off since
-    // startup: see startup-compiler.ts); from then on this is one test of a boolean.
+    // startup: see src/engine/compiler.ts); from then on this is one test of a boolean.
     resumeOptimisingCompiler();
     // A client may half-close after its request and still read the answer.
     socket.allowHalfOpen = true;

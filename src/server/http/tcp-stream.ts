@@ -17,7 +17,7 @@
 
 import type * as net from 'node:net';
 import * as util from 'node:util';
-import { kept } from '../kept-shapes.js';
+import { kept } from '../../engine/kept-shapes.js';
 
 /** A synchronous write's completion callback: never called (see TcpStream.write). */
 function noCompletion(): void { /* the write completed at once */ }

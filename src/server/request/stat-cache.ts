@@ -21,7 +21,7 @@
 // then a request begun in that short window could see an answer taken at the phase's start.)
 
 import * as fs from 'node:fs';
-import { kept } from '../kept-shapes.js';
+import { kept } from '../../engine/kept-shapes.js';
 
 let turn = 0;
 let reading = false;

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { fixHostname } from '../../../src/server/http/protocol.js';
 import { normalizePath } from '../../../src/server/http/uri.js';
 import { HeaderTable } from '../../../src/server/request/headers.js';
-import { workerExecArgv } from '../../../src/mpm/parent.js';
+import { workerExecArgv } from '../../../src/engine/flags.js';
 import { lineHasStatus, statusLine } from '../../../src/server/http/status.js';
 import { makeRequest } from './helpers.js';
 

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 
-const idleGc = new URL('../../../src/mpm/idle-gc.js', import.meta.url).href;
+const idleGc = new URL('../../../src/engine/idle-gc.js', import.meta.url).href;
 
 /** Sizes of the young generation (bytes): first, after survivors while held, after survivors
  *  once the worker has started. */
@@ -22,7 +22,7 @@ function youngSizes(nodeFlags: string[]): { first: number; held: number; grown: 
     const first = young();
     churn();
     const held = young();
-    startIdleGc(true);
+    startIdleGc(() => 0, true);
     churn();
     process.stdout.write(JSON.stringify({ first, held, grown: young() }));
     process.exit(0);

@@ -1,6 +1,7 @@
 // Memory back after a burst: under load V8 grows its heap (the young generation above all)
 // and keeps it when the load stops, so an idle process would stay at its high-water mark.
-// A serving process that has read nothing for a while after reading a lot runs one full
+// A serving process that has read nothing for a while after reading a lot (the caller's
+// activity counter: the per-turn stat() cache's count of reads) runs one full
 // garbage collection, which returns the emptied pages to the system.
 //
 // A worker also runs one full collection before it asks for its listeners (its configuration
@@ -16,7 +17,6 @@
 
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
-import { readCount } from '../server/request/stat-cache.js';
 
 /** How often the process looks whether it read anything. */
 const CHECK_MS = 400;
@@ -54,7 +54,7 @@ function youngGenerationGrows(): void {
 /** Starts watching (once per process), after one collection when `collectFirst` (a worker
  *  that has not asked for its listeners yet); does nothing where the collector cannot be
  *  reached. */
-export function startIdleGc(collectFirst = false): void {
+export function startIdleGc(activity: () => number, collectFirst = false): void {
   if (started) return;
   started = true;
   let collect: (() => void) | undefined;
@@ -70,11 +70,11 @@ export function startIdleGc(collectFirst = false): void {
   const gc = collect;
   if (collectFirst) gc();
   youngGenerationGrows();
-  let seen = readCount();
+  let seen = activity();
   let busy = false;
   let base = process.memoryUsage.rss();
   const timer = setInterval(() => {
-    const n = readCount();
+    const n = activity();
     if (n !== seen) { seen = n; busy = true; return; }
     if (!busy) return;
     busy = false;

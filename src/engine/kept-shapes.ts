@@ -6,7 +6,7 @@
 // object passes through as its fields are defined) is freed by the next full collection once no
 // object has it, and every piece of optimised code that embedded it is thrown away ("weak
 // objects"). When a load ends, its connections, requests and stat() answers die; the collection
-// that follows (V8's memory reducer, or plume's idle one: src/mpm/idle-gc.ts) then discarded
+// that follows (V8's memory reducer, or plume's idle one: src/engine/idle-gc.ts) then discarded
 // nearly all of the request path's optimised code: 184 functions in a worker after a burst of
 // server-status requests and 3 s of quiet, each recompiled while the next burst was being
 // served in the interpreter (event-loop turns of 40-100 ms; p99 several times the steady

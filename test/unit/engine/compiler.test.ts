@@ -1,12 +1,12 @@
 // V8's optimising compiler is off while a plume process starts and on again once it serves
-// (src/mpm/startup-compiler.ts), unless the operator's Node flags choose the compilers.
+// (src/engine/compiler.ts), unless the operator's Node flags choose the compilers.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { deferOptimisingCompiler, optimisingCompilerDeferred } from '../../../src/server/startup-compiler.js';
+import { deferOptimisingCompiler, optimisingCompilerDeferred } from '../../../src/engine/compiler.js';
 
-const MODULE = new URL('../../../src/server/startup-compiler.js', import.meta.url).href;
+const MODULE = new URL('../../../src/engine/compiler.js', import.meta.url).href;
 
 /** Runs `body` in a fresh node with V8's natives syntax (to ask whether a function is
  *  optimised: %GetOptimizationStatus, bit 16) and returns what it printed as JSON. warm()
