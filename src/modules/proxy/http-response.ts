@@ -118,9 +118,10 @@ export class ChunkedDecoder {
 }
 
 /** What process_proxy_header does with a field, by its name (fieldKind). F_HOP: a hop-by-hop
- *  field of HOP_BY_HOP (Upgrade is F_UPGRADE); F_CONNECTION: Connection. mod_proxy_http puts
- *  neither in the response's table: ap_proxy_clear_connection and the removal of HOP_BY_HOP
- *  that follow would take them out. */
+ *  field that never passes a proxy (Keep-Alive, Proxy-Authenticate, TE, Trailer: RFC 7230
+ *  section 6.1; Upgrade is F_UPGRADE); F_CONNECTION: Connection. mod_proxy_http puts
+ *  neither in the response's table: ap_proxy_clear_connection and the removal of the hop-by-hop
+ *  fields that follow would take them out. */
 export const F_PLAIN = 0; export const F_DATE = 1; export const F_URL = 2; export const F_COOKIE = 3;
 export const F_HOP = 4; export const F_CONNECTION = 5; export const F_UPGRADE = 6;
 
@@ -151,9 +152,6 @@ export function fieldKind(name: string): number {
     default: return F_PLAIN;
   }
 }
-
-/** Hop-by-hop fields that never pass a proxy (RFC 7230 section 6.1). */
-export const HOP_BY_HOP = ['Keep-Alive', 'Proxy-Authenticate', 'TE', 'Trailer', 'Upgrade'];
 
 /** ap_proxy_clear_connection: the fields the Connection header names, and Connection itself;
  *  true when it asked to close. */
