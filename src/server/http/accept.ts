@@ -108,6 +108,30 @@ export function acceptSharedReads(srv: net.Server, onConnection: (sock: Transpor
 }
 
 /**
+ * A net.Socket on the handle of `stream` (accepted above), for a layer whose work needs one
+ * after it read the connection's first bytes as a TcpStream (mod_ssl's TLSSocket): the socket
+ * is made paused (what the layer read it puts back with unshift()) and reads into the shared
+ * buffer; the stream stays in the server's count and closes with the socket.
+ */
+export function socketFromStream(stream: TcpStream): net.Socket {
+  const local = stream.localAddress === undefined ? null : { address: stream.localAddress, family: stream.localFamily ?? '', port: stream.localPort ?? 0 };
+  const sock = new net.Socket({
+    handle: stream.handOver(),
+    allowHalfOpen: stream.allowHalfOpen,
+    readable: true,
+    writable: true,
+    // net.Socket's own option (not in its types): the handle is not read until the socket is.
+    pauseOnCreate: true,
+    onread: { buffer: READ_BUFFER, callback: onRead },
+  } as net.SocketConstructorOpts) as SharedReadSocket;
+  sock[kReader] = null;
+  sock[kPending] = null;
+  if (local !== null) (sock as unknown as { _sockname: object })._sockname = local;
+  stream.adopt(sock);
+  return sock;
+}
+
+/**
  * Gives `reader` the bytes `sock` reads, in order (those read before now first). False for a
  * socket not accepted by acceptSharedReads: read its 'data' events instead.
  */

@@ -6,7 +6,7 @@
 // close it. Every module's request hooks then run unchanged over whatever carried the bytes.
 
 import type * as net from 'node:net';
-import type { Transport } from './tcp-stream.js';
+import { TcpStream, type Transport } from './tcp-stream.js';
 import type { ServerRec } from '../server-rec.js';
 import type { ConnRec } from '../request/request.js';
 import type { Runtime } from '../runtime.js';
@@ -27,6 +27,9 @@ export interface ConnectionLayer {
    * transport HTTP reads and an initialiser for the connection record, or closes the socket.
    */
   accept(sock: net.Socket, base: ServerRec, serve: (t: Transport, init: (c: ConnRec) => void) => void): boolean;
+  /** The same for a connection accepted as a TcpStream (accept.ts: on the ports for which every
+   *  layer said wantsSocket false). A layer without it leaves such connections alone. */
+  acceptStream?(t: TcpStream, base: ServerRec, serve: (t: Transport, init: (c: ConnRec) => void) => void): boolean;
 }
 
 /** httpd's process_connection hook for protocols other than HTTP (mod_echo): a processor
@@ -56,19 +59,31 @@ declare module '../module.js' {
 export function acceptThroughLayers(rt: Runtime, sock: Transport, serveHttp: (t: Transport, init: ((c: ConnRec) => void) | null) => void): void {
   const processors = rt.connectionProcessors;
   const serve = processors.length === 0 ? serveHttp : (t: Transport, init: ((c: ConnRec) => void) | null): void => {
-    const local = t.localAddress ?? '';
-    const base = rt.vhosts.candidates(local.startsWith('::ffff:') ? local.slice(7) : local, t.localPort ?? 0)[0] ?? rt.mainServer;
+    const base = baseServer(rt, t);
     for (const p of processors) if (p.process(t, base, rt)) return;
     serveHttp(t, init);
   };
   const layers = rt.connectionLayers;
-  if (layers.length > 0 && isNetSocket(sock)) {
-    const local = sock.localAddress ?? '';
-    const candidates = rt.vhosts.candidates(local.startsWith('::ffff:') ? local.slice(7) : local, sock.localPort ?? 0);
-    const base = candidates[0] ?? rt.mainServer;
-    for (const l of layers) if (l.accept(sock, base, serve)) return;
+  if (layers.length > 0) {
+    if (sock instanceof TcpStream) {
+      let base: ServerRec | undefined;
+      for (const l of layers) {
+        if (l.acceptStream === undefined) continue;
+        base ??= baseServer(rt, sock);
+        if (l.acceptStream(sock, base, serve)) return;
+      }
+    } else if (isNetSocket(sock)) {
+      const base = baseServer(rt, sock);
+      for (const l of layers) if (l.accept(sock, base, serve)) return;
+    }
   }
   serve(sock, null);
+}
+
+/** The server a connection's local address names first (httpd's base server for it). */
+function baseServer(rt: Runtime, t: Transport): ServerRec {
+  const local = t.localAddress ?? '';
+  return rt.vhosts.candidates(local.startsWith('::ffff:') ? local.slice(7) : local, t.localPort ?? 0)[0] ?? rt.mainServer;
 }
 
 /** Whether any layer wants net.Sockets on this port (accept.ts's shared reads are then off). */

@@ -160,6 +160,11 @@ export class TcpStream {
   protected serialWrites = false;
   private waiting: { data: Buffer | string; encoding: BufferEncoding }[] | null = null;
   private waitingBytes = 0;
+  /** handOver() was called: the handle is read by another (TLS), never here. */
+  private handedOver = false;
+  /** The net.Socket made on the handle after handOver() (adopt()): destroying this stream
+   *  destroys it, and this stream closes when it closes. */
+  private owner: { destroy(): unknown } | null = null;
 
   constructor(
     private readonly handle: StreamHandle,
@@ -284,7 +289,7 @@ export class TcpStream {
   }
 
   private startReading(): void {
-    if (this.reading || this.eof || this.destroyed) return;
+    if (this.reading || this.eof || this.destroyed || this.handedOver) return;
     this.reading = true;
     this.started = true;
     const err = this.handle.readStart();
@@ -307,6 +312,41 @@ export class TcpStream {
   isPaused(): boolean { return this.paused; }
   /** Whether reading has begun (net.Socket's readableFlowing: null before). */
   get readableFlowing(): boolean | null { return this.started ? !this.paused : null; }
+
+  /** Hands `data` to the reader as if it had been read (bytes a layer makes up for HTTP). */
+  feed(data: Buffer): void {
+    if (this.destroyed) return;
+    const reader = this.reader;
+    if (reader !== null) reader(data);
+    else (this.early ??= []).push(data);
+  }
+
+  /**
+   * The handle, for a layer that reads and writes it from now on (mod_ssl's TLS, made on it):
+   * reading stops here for good and nothing is written here. The stream stays the
+   * connection's owner for the server: destroy() closes the handle, and 'close' follows.
+   */
+  handOver(): TcpHandle | StreamHandle {
+    this.pause();
+    this.handedOver = true;
+    this.reader = null;
+    this.early = null;
+    return this.handle;
+  }
+
+  /** After handOver(), a net.Socket made on the handle owns it: destroy() destroys that
+   *  socket, and this stream closes (counted off its server, 'close') when the socket does. */
+  adopt(sock: { destroy(): unknown; once(event: 'close', fn: () => void): unknown }): void {
+    this.owner = sock;
+    sock.once('close', () => {
+      this.destroyed = true;
+      this.closed();
+    });
+  }
+
+  /** As net.Socket's, for Node's TLS code that takes the stream as the owner of the handle
+   *  (TLSWrap's close destroys its owner when `_handle` is the handle it wraps). */
+  get _handle(): StreamHandle | null { return this.destroyed ? null : this.handle; }
 
   // ---- writing ---------------------------------------------------------------------------
   get writableNeedDrain(): boolean { return this.needDrain; }
@@ -435,29 +475,39 @@ export class TcpStream {
       this.errored = err;
       this.emit('error', err);
     }
-    this.handle.close(() => {
-      const srv = this.server;
-      if (srv !== null) {
-        srv._connections--;
-        srv._emitCloseIfDrained?.();
-      }
-      this.emit('close');
-      // Nothing fires after 'close': let go of the connection's listeners and reader, so that
-      // whatever still points at a closed stream (a dead object in the old generation, which
-      // scavenges cannot tell from a live one: src/lib/roster.ts) reaches only the stream and
-      // its handle, not the whole connection.
-      this.listeners = {};
-      this.reader = null;
-      this.early = null;
-    });
+    const owner = this.owner;
+    if (owner !== null) owner.destroy();
+    else this.handle.close(() => this.closed());
     return this;
+  }
+
+  private closed(): void {
+    const srv = this.server;
+    if (srv !== null) {
+      srv._connections--;
+      srv._emitCloseIfDrained?.();
+    }
+    this.emit('close');
+    // Nothing fires after 'close': let go of the connection's listeners and reader, so that
+    // whatever still points at a closed stream (a dead object in the old generation, which
+    // scavenges cannot tell from a live one: src/lib/roster.ts) reaches only the stream and
+    // its handle, not the whole connection.
+    this.listeners = {};
+    this.reader = null;
+    this.early = null;
+    this.owner = null;
   }
 }
 
-/** A libuv error as Node reports it ("read ECONNRESET", with errno, code and syscall). */
+/** A libuv error as Node reports it ("read ECONNRESET", with errno, code and syscall). No
+ *  stack is taken: it would show only this module's frames, and a connection reset by its
+ *  peer (the usual end of many connections) would pay for collecting one. */
 function uvError(errno: number, syscall: string, detail = ''): NodeJS.ErrnoException {
   const code = util.getSystemErrorName(errno);
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
   const e = new Error(`${syscall} ${code}${detail}`) as NodeJS.ErrnoException;
+  Error.stackTraceLimit = limit;
   e.errno = errno;
   e.code = code;
   e.syscall = syscall;

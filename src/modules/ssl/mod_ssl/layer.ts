@@ -13,7 +13,8 @@ import type * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { ServerRec } from '../../../server/server-rec.js';
 import type { ConnRec } from '../../../server/request/request.js';
-import { type Transport } from '../../../server/http/tcp-stream.js';
+import type { TcpStream, Transport } from '../../../server/http/tcp-stream.js';
+import { socketFromStream } from '../../../server/http/accept.js';
 import type { ConnectionLayer } from '../../../server/http/connection-layer.js';
 import type { SocacheInstance } from '../../../server/socache.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, levelFor } from '../../../server/log/levels.js';
@@ -21,7 +22,7 @@ import type { TlsServer } from './contexts.js';
 import { SslConn, sslVar } from './vars.js';
 import { certDetails, verifyChain, type ConnLog } from './ocsp.js';
 import type { Stapler } from './stapling.js';
-import { canOpenTlsStream, openTlsStream, type TlsStream } from './stream.js';
+import { canOpenTlsStream, openTlsStream, tlsStreams, type HandleOwner, type TlsStream } from './stream.js';
 
 /** What the layer needs from the configuration generation. */
 export interface LayerSetup {
@@ -40,12 +41,18 @@ export interface LayerSetup {
   selectProtocol(s: ServerRec, offers: readonly string[], tls: { readonly protocol: string; readonly cipher: string }): string | undefined;
 }
 
-function logConn(s: ServerRec, level: number, message: string, sock: net.Socket): void {
+/** The client end of a connection, as the logs name it. */
+interface Peer {
+  readonly remoteAddress?: string | undefined;
+  readonly remotePort?: number | undefined;
+}
+
+function logConn(s: ServerRec, level: number, message: string, sock: Peer): void {
   if (level > levelFor(s.logLevel, 'ssl')) return;
   s.errorLog.write({ module: 'ssl', level, message, client: { ip: normIp(sock.remoteAddress ?? ''), port: sock.remotePort ?? 0 } });
 }
 
-function connLog(s: ServerRec, sock: net.Socket): ConnLog {
+function connLog(s: ServerRec, sock: Peer): ConnLog {
   return (level, message, errno) => {
     if (level > levelFor(s.logLevel, 'ssl')) return;
     s.errorLog.write({ module: 'ssl', level, message, errno, client: { ip: normIp(sock.remoteAddress ?? ''), port: sock.remotePort ?? 0 } });
@@ -103,6 +110,12 @@ function reason(e: Error): string {
 
 /** The request httpd hands its HTTP layer when plain HTTP arrives on a TLS port. */
 const FAKE_REQUEST = Buffer.from('GET / HTTP/1.0\r\n\r\n', 'latin1');
+
+/** Whether a connection's first bytes begin a TLS record: 0x16 (handshake), or an SSLv2-style
+ *  hello with the high bit set. */
+function tlsRecord(chunk: Buffer): boolean {
+  return chunk[0] === 0x16 || (chunk[0]! & 0x80) !== 0;
+}
 
 /** OpenSSL's numbers for the verification errors Node names (X509_V_ERR_*). */
 const X509_ERRNO: Readonly<Record<string, number>> = {
@@ -269,6 +282,10 @@ export class TlsLayer implements ConnectionLayer {
   }
 
   wantsSocket(port: number): boolean {
+    // Where Node's TLS binding can be driven directly (stream.ts), connections come as
+    // accept.ts's TcpStreams (acceptStream): a net.Socket is made only for a handshake that
+    // needs a TLSSocket.
+    if (tlsStreams) return false;
     // A main server with SSLEngine on makes every port a TLS port.
     for (const t of this.setup.servers.values()) if (!t.s.isVirtual) return true;
     return this.ports.has(port);
@@ -277,50 +294,104 @@ export class TlsLayer implements ConnectionLayer {
   accept(sock: net.Socket, base: ServerRec, serve: (t: Transport, init: (c: ConnRec) => void) => void): boolean {
     const first = this.setup.servers.get(base);
     if (first === undefined) return false;
-    const timeoutMs = base.timeout * 1000;
-    sock.setTimeout(timeoutMs, () => sock.destroy());
+    sock.setTimeout(base.timeout * 1000, () => sock.destroy());
     sock.once('data', (chunk: Buffer) => {
       sock.pause();
       sock.unshift(chunk);
       // A TLS record starts with 0x16 (handshake); an SSLv2-style hello with the high bit.
-      if (chunk[0] !== 0x16 && (chunk[0]! & 0x80) === 0) {
+      if (!tlsRecord(chunk)) {
         sock.setTimeout(0);
-        logConn(base, APLOG_INFO, 'AH01996: SSL handshake failed: HTTP spoken on HTTPS port; trying to send HTML error page', sock);
-        // As httpd's ssl_io_filter_error: what the client sent is dropped and the HTTP layer
-        // reads a request of its own making, which the request hooks answer with the 400 page.
+        this.plainHttp(base, sock);
+        // What the client sent is dropped for the request made up in its place.
         sock.read();
         sock.unshift(FAKE_REQUEST);
-        const state = new SslConn(null, base, undefined, first.cert, false);
-        serve(sock, (c) => this.setup.attach(c, state));
+        serve(sock, (c) => this.setup.attach(c, new SslConn(null, base, undefined, first.cert, false)));
         sock.resume();
         return;
       }
-      const hello = parseClientHello(chunk);
-      const local = normIp(sock.localAddress ?? '');
-      const candidates = this.setup.candidates(local, sock.localPort ?? 0);
-      const plan = this.plan(first, candidates);
-      // A TLS 1.3 handshake with stateless tickets neither resumes from the session cache nor
-      // stores into it usefully: its sessions travel in the tickets (OpenSSL consults the
-      // cache for a TLS 1.3 PSK only when tickets are off), and a TLS 1.3 client resumes by
-      // PSK alone, never by session id. Such a handshake skips Node's session events.
-      // DIFFERENCE: httpd stores those sessions in SSLSessionCache anyway, where nothing can
-      // find them (docs/differences.md).
-      const sessions = !(hello.tls13 && plan.stateless13);
-      // TLS 1.3 resumption from the session cache: Node asks for the session by the legacy id,
-      // the session is found by the PSK identity (see the resumeSession listener).
-      let key: string | null = null;
-      if (sessions && hello.psk !== null && hello.legacyId !== null) {
-        key = hello.legacyId.toString('hex');
-        this.pskByLegacyId.set(key, hello.psk);
-        sock.once('close', () => this.pskByLegacyId.delete(key!));
-      }
-      if (!sessions && plan.direct) {
-        const local = sock.localAddress === undefined ? null : { address: sock.localAddress, family: sock.localFamily ?? '', port: sock.localPort ?? 0 };
-        if (this.handshakeDirect(sock, first, local, chunk, serve, hello.pha)) return;
-      }
-      this.handshake(sock, base, first, candidates, plan.sni, sessions, serve, hello.pha, () => { if (key !== null) this.pskByLegacyId.delete(key); });
+      this.afterHello(sock, base, first, chunk, serve);
     });
     return true;
+  }
+
+  /**
+   * An accepted connection as accept.ts's TcpStream: its first bytes are read here; a TLS 1.3
+   * handshake the plan allows runs on the stream's handle (handshakeDirect), any other is
+   * handed to a net.Socket made on the handle (accept.ts's socketFromStream) and goes the
+   * TLSSocket way, as accept() above.
+   */
+  acceptStream(t: TcpStream, base: ServerRec, serve: (t: Transport, init: (c: ConnRec) => void) => void): boolean {
+    const first = this.setup.servers.get(base);
+    if (first === undefined) return false;
+    // The handshake's time limit (net.Socket's setTimeout on the other path).
+    let timer: NodeJS.Timeout | null = setTimeout(() => t.destroy(), base.timeout * 1000);
+    const stopTimer = (): void => { if (timer !== null) { clearTimeout(timer); timer = null; } };
+    t.once('close', stopTimer);
+    t.setReader((chunk) => {
+      t.pause();
+      if (!tlsRecord(chunk)) {
+        stopTimer();
+        this.plainHttp(base, t);
+        // What the client sent is dropped for the request made up in its place, read once the
+        // connection's record has its state.
+        serve(t, (c) => this.setup.attach(c, new SslConn(null, base, undefined, first.cert, false)));
+        t.feed(FAKE_REQUEST);
+        t.resume();
+        return;
+      }
+      const hello = parseClientHello(chunk);
+      const plan = this.plan(first, this.setup.candidates(normIp(t.localAddress ?? ''), t.localPort ?? 0));
+      if (hello.tls13 && plan.stateless13 && plan.direct && canOpenTlsStream(t)) {
+        const local = t.localAddress === undefined ? null : { address: t.localAddress, family: t.localFamily ?? '', port: t.localPort ?? 0 };
+        this.handshakeDirect(t, stopTimer, first, local, chunk, serve, hello.pha);
+        return;
+      }
+      stopTimer();
+      const sock = socketFromStream(t);
+      sock.unshift(chunk);
+      sock.setTimeout(base.timeout * 1000, () => sock.destroy());
+      this.afterHello(sock, base, first, chunk, serve);
+    });
+    return true;
+  }
+
+  /** httpd's ssl_io_filter_error for plain HTTP on a TLS port: logged here; the HTTP layer
+   *  then reads a request of the layer's making, which the request hooks answer with the 400
+   *  page. */
+  private plainHttp(base: ServerRec, peer: Peer): void {
+    logConn(base, APLOG_INFO, 'AH01996: SSL handshake failed: HTTP spoken on HTTPS port; trying to send HTML error page', peer);
+  }
+
+  /** The handshake of a net.Socket whose first bytes (`chunk`, a TLS record) are back in its
+   *  buffer. */
+  private afterHello(sock: net.Socket, base: ServerRec, first: TlsServer, chunk: Buffer, serve: (t: Transport, init: (c: ConnRec) => void) => void): void {
+    const hello = parseClientHello(chunk);
+    const local = normIp(sock.localAddress ?? '');
+    const candidates = this.setup.candidates(local, sock.localPort ?? 0);
+    const plan = this.plan(first, candidates);
+    // A TLS 1.3 handshake with stateless tickets neither resumes from the session cache nor
+    // stores into it usefully: its sessions travel in the tickets (OpenSSL consults the
+    // cache for a TLS 1.3 PSK only when tickets are off), and a TLS 1.3 client resumes by
+    // PSK alone, never by session id. Such a handshake skips Node's session events.
+    // DIFFERENCE: httpd stores those sessions in SSLSessionCache anyway, where nothing can
+    // find them (docs/differences.md).
+    const sessions = !(hello.tls13 && plan.stateless13);
+    // TLS 1.3 resumption from the session cache: Node asks for the session by the legacy id,
+    // the session is found by the PSK identity (see the resumeSession listener).
+    let key: string | null = null;
+    if (sessions && hello.psk !== null && hello.legacyId !== null) {
+      key = hello.legacyId.toString('hex');
+      this.pskByLegacyId.set(key, hello.psk);
+      sock.once('close', () => this.pskByLegacyId.delete(key!));
+    }
+    if (!sessions && plan.direct && canOpenTlsStream(sock)) {
+      const addr = sock.localAddress === undefined ? null : { address: sock.localAddress, family: sock.localFamily ?? '', port: sock.localPort ?? 0 };
+      // The ClientHello goes to TLS directly, not through the socket's buffer.
+      sock.read();
+      this.handshakeDirect(sock, () => sock.setTimeout(0), first, addr, chunk, serve, hello.pha);
+      return;
+    }
+    this.handshake(sock, base, first, candidates, plan.sni, sessions, serve, hello.pha, () => { if (key !== null) this.pskByLegacyId.delete(key); });
   }
 
   /** The host's own SSLVerifyClient, checked once the handshake is done (Node's verify callback
@@ -385,18 +456,15 @@ export class TlsLayer implements ConnectionLayer {
   /**
    * The handshake on Node's TLS binding directly (stream.ts), for a base host the plan allows:
    * the same OpenSSL handshake with the same context, without the TLSSocket and stream
-   * objects Node builds around it. False where the socket cannot be taken over (the usual
-   * handshake runs then).
+   * objects Node builds around it (the caller asked canOpenTlsStream). `stopTimer` ends the
+   * handshake's time limit.
    */
   private handshakeDirect(
-    sock: net.Socket, first: TlsServer, local: { address: string; family: string; port: number } | null, hello: Buffer,
+    sock: HandleOwner, stopTimer: () => void, first: TlsServer, local: { address: string; family: string; port: number } | null, hello: Buffer,
     serve: (t: Transport, init: (c: ConnRec) => void) => void, pha: boolean,
-  ): boolean {
-    if (!canOpenTlsStream(sock)) return false;
+  ): void {
     const s = first.s;
     let secure = false;
-    // The ClientHello goes to TLS directly, not through the socket's buffer.
-    sock.read();
     let stream: TlsStream | null = null;
     stream = openTlsStream(sock, first.context, local, {
       alpn: (protocols) => {
@@ -407,7 +475,7 @@ export class TlsLayer implements ConnectionLayer {
       },
       secure: () => {
         const t = stream!;
-        sock.setTimeout(0);
+        stopTimer();
         secure = true;
         const sni = typeof t.servername === 'string' && t.servername !== '' ? t.servername : undefined;
         const state = new SslConn(t as unknown as tls.TLSSocket, s, sni, first.cert, pha);
@@ -427,7 +495,6 @@ export class TlsLayer implements ConnectionLayer {
       },
     });
     stream.receive(hello);
-    return true;
   }
 
   private handshake(

@@ -26,7 +26,7 @@ import { TcpStream, sharedReadBuffer, streamWrap, isTcpHandle, type StreamHandle
 /** Node's TLSWrap: a stream handle with OpenSSL's connection calls (src/crypto/crypto_tls.cc). */
 interface TlsWrap extends StreamHandle {
   _parent: object;
-  _parentWrap: net.Socket;
+  _parentWrap: HandleOwner;
   _secureContext: tls.SecureContext;
   onhandshakestart: (now: number) => void;
   onhandshakedone: () => void;
@@ -86,6 +86,10 @@ function loadTlsWrap(): TlsWrapBinding | null {
 
 const tlsWrap = process.env.PLUME_TLS_SOCKET === '1' ? null : loadTlsWrap();
 
+/** Whether TLS can run on a connection's handle without a TLSSocket (this module's binding
+ *  and tcp-stream.ts's are both as expected). */
+export const tlsStreams = tlsWrap !== null && streamWrap !== null;
+
 /** Node's limits on client-started renegotiations (tls.CLIENT_RENEG_LIMIT in the window). */
 const RENEG_LIMIT = 3;
 const RENEG_WINDOW_MS = 600 * 1000;
@@ -130,37 +134,49 @@ export class TlsStream extends TcpStream {
   getSession(): Buffer | undefined { return this.destroyed ? undefined : this.tw.getSession(); }
   isSessionReused(): boolean { return this.destroyed ? false : this.tw.isSessionReused(); }
   /** TLSSocket's `_handle` as mod_ssl reads it (verifyError). */
-  get _handle(): { verifyError(): Error | null } | null { return this.destroyed ? null : this.tw; }
+  override get _handle(): TlsWrap | null { return this.destroyed ? null : this.tw; }
 }
 
-/** Whether openTlsStream can take this socket over. */
-export function canOpenTlsStream(sock: net.Socket): boolean {
-  const h = (sock as unknown as { _handle?: object | null })._handle;
-  return tlsWrap !== null && streamWrap !== null && h != null && isTcpHandle(h) && !sock.destroyed;
+/** What owns the accepted TCP handle TLS is made on: the net.Socket net.Server made, or the
+ *  TcpStream accept.ts made (the usual case: no net.Socket is ever built). */
+export type HandleOwner = net.Socket | TcpStream;
+
+/** Whether openTlsStream can take this connection over. */
+export function canOpenTlsStream(owner: HandleOwner): boolean {
+  if (tlsWrap === null || streamWrap === null || owner.destroyed) return false;
+  if (owner instanceof TcpStream) return true;
+  const h = (owner as unknown as { _handle?: object | null })._handle;
+  return h != null && isTcpHandle(h);
 }
 
 /**
- * Server-side TLS on `sock`'s handle with `context` (call canOpenTlsStream first; what the
- * socket has buffered is not read: the caller feeds it with receive()). The net.Socket stays
- * the owner of the TCP handle: closing the stream destroys it (so net.Server counts the
+ * Server-side TLS on the handle `owner` accepted, with `context` (call canOpenTlsStream first;
+ * what the owner has buffered is not read: the caller feeds it with receive()). The owner
+ * stays the owner of the TCP handle: closing the stream destroys it (so the server counts the
  * connection as usual), and its close frees the TLS state.
  */
-export function openTlsStream(sock: net.Socket, context: tls.SecureContext, local: Address | null, ev: TlsStreamEvents): TlsStream {
-  const handle = (sock as unknown as { _handle: { readStop(): number; reading?: boolean } })._handle;
-  // The net.Socket's reading stops: TLS starts it again for itself (libuv refuses a second
-  // start). The handle stays marked as reading, as TLSSocket's does, so that the net.Socket
-  // (its read-ahead on the next tick) never starts it.
-  handle.readStop();
-  handle.reading = true;
+export function openTlsStream(owner: HandleOwner, context: tls.SecureContext, local: Address | null, ev: TlsStreamEvents): TlsStream {
+  let handle: object;
+  if (owner instanceof TcpStream) {
+    handle = owner.handOver();
+  } else {
+    const h = (owner as unknown as { _handle: { readStop(): number; reading?: boolean } })._handle;
+    // The net.Socket's reading stops: TLS starts it again for itself (libuv refuses a second
+    // start). The handle stays marked as reading, as TLSSocket's does, so that the net.Socket
+    // (its read-ahead on the next tick) never starts it.
+    h.readStop();
+    h.reading = true;
+    handle = h;
+  }
   const native = (context as unknown as { context: object }).context;
   const tw = tlsWrap!.wrap(handle, native, true, false);
   // As TLSSocket's _wrapHandle: TLSWrap's close (Node's) destroys the net.Socket that owns
   // the handle; its TCP calls (getpeername, setNoDelay...) go to the handle.
   tw._parent = handle;
-  tw._parentWrap = sock;
+  tw._parentWrap = owner;
   tw._secureContext = context;
-  sock.on('error', () => undefined);
-  sock.once('close', () => setImmediate(() => tw.destroySSL()));
+  owner.on('error', () => undefined);
+  owner.once('close', () => setImmediate(() => tw.destroySSL()));
   const stream = new TlsStream(tw, local);
   let secure = false;
   let last = 0;
