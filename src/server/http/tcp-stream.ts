@@ -146,8 +146,10 @@ export class TcpStream {
   errored: Error | null = null;
   /** false: end() follows the peer's half-close, as net.Socket's default. */
   allowHalfOpen = false;
-  private noDelay = false;
-  private peer: Address | null = null;
+  /** TCP_NODELAY is on (protected: a stream on a handle another stream set it on knows). */
+  protected noDelay = false;
+  /** The peer's address (protected: a stream on another stream's handle is told it). */
+  protected peer: Address | null = null;
   private local: Address | null;
   private reader: ((data: Buffer) => void) | null = null;
   private early: Buffer[] | null = null;
@@ -198,6 +200,9 @@ export class TcpStream {
   get localAddress(): string | undefined { return this.localAddr()?.address; }
   get localPort(): number | undefined { return this.localAddr()?.port; }
   get localFamily(): string | undefined { return this.localAddr()?.family; }
+
+  /** Whether TCP_NODELAY is on. */
+  get noDelayOn(): boolean { return this.noDelay; }
 
   setNoDelay(on = true): this {
     const h = this.handle;

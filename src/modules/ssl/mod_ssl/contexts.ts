@@ -7,6 +7,7 @@
 // running generation on a restart, when one fails) and again in each worker.
 
 import * as crypto from 'node:crypto';
+import * as net from 'node:net';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tls from 'node:tls';
@@ -20,6 +21,7 @@ import {
 } from './config.js';
 import { parseUri, type OcspSettings } from './ocsp.js';
 import type { StaplingSettings } from './stapling.js';
+import { renewTls13Tickets } from './tickets.js';
 
 /** One server's TLS setup. */
 export interface TlsServer {
@@ -269,7 +271,8 @@ function buildOne(ctx: ConfigContext, s: ServerRec, sc: SslServerConfig, dirVeri
     ctx.log('ssl', APLOG_INFO, `AH02568: Certificate and private key ${keyId} configured from ${certFile} and ${keyFile}`);
     if (x509.ca) warn(ctx, `AH01906: ${keyId} server certificate is a CA certificate (BasicConstraints: CA == TRUE !?)`);
     const name = s.serverHostname;
-    if (name !== undefined && x509.checkHost(name) === undefined && x509.checkIP(name) === undefined) {
+    // checkIP throws for a name that is not an address (Node 20): asked only of addresses.
+    if (name !== undefined && x509.checkHost(name) === undefined && (net.isIP(name) === 0 || x509.checkIP(name) === undefined)) {
       warn(ctx, `AH01909: ${keyId} server certificate does NOT include an ID which matches the server name`);
     }
     // plume's own check: httpd serves an expired certificate without a word.
@@ -365,6 +368,11 @@ function buildOne(ctx: ConfigContext, s: ServerRec, sc: SslServerConfig, dirVeri
     }
     if (conf.used) ctx.log('ssl', APLOG_EMERG, `AH02407: "SSLOpenSSLConfCmd" failed for ${id}`);
     fail(ctx, `SSL Library Error: ${msg}`);
+  }
+  // Without SSLSessionTicketKeyFile httpd runs on OpenSSL's own ticket keys, which renew the
+  // ticket of a TLS 1.3 resumption (tickets.ts).
+  if (maxVersion === 'TLSv1.3' && (secureOptions & crypto.constants.SSL_OP_NO_TICKET) === 0 && sc.sessionTicketKeyFile === undefined) {
+    renewTls13Tickets(context, ticketKeys);
   }
   const certCompat = JSON.stringify([
     sc.protocol ?? PROTO_DEFAULT, sc.cipherSuite ?? null, sc.tls13Ciphers ?? null, [...sc.certFiles].sort(), [...sc.keyFiles].sort(),

@@ -22,6 +22,7 @@ import type { TlsServer } from './contexts.js';
 import { SslConn, sslVar } from './vars.js';
 import { certDetails, verifyChain, type ConnLog } from './ocsp.js';
 import type { Stapler } from './stapling.js';
+import { withRenewal } from './tickets.js';
 import { canOpenTlsStream, openTlsStream, tlsStreams, type HandleOwner, type TlsStream } from './stream.js';
 
 /** What the layer needs from the configuration generation. */
@@ -391,7 +392,7 @@ export class TlsLayer implements ConnectionLayer {
       this.handshakeDirect(sock, () => sock.setTimeout(0), first, addr, chunk, serve, hello.pha);
       return;
     }
-    this.handshake(sock, base, first, candidates, plan.sni, sessions, serve, hello.pha, () => { if (key !== null) this.pskByLegacyId.delete(key); });
+    this.handshake(sock, base, first, candidates, plan.sni, sessions, serve, hello.pha, () => { if (key !== null) this.pskByLegacyId.delete(key); }, !sessions);
   }
 
   /** The host's own SSLVerifyClient, checked once the handshake is done (Node's verify callback
@@ -494,12 +495,13 @@ export class TlsLayer implements ConnectionLayer {
         return true;
       },
     });
-    stream.receive(hello);
+    // Only a TLS 1.3 handshake comes this way: a resumption renews its ticket (tickets.ts).
+    withRenewal(true, () => stream!.receive(hello));
   }
 
   private handshake(
     sock: net.Socket, base: ServerRec, first: TlsServer, candidates: readonly ServerRec[], sni: boolean, sessions: boolean,
-    serve: (t: Transport, init: (c: ConnRec) => void) => void, pha: boolean, done: () => void,
+    serve: (t: Transport, init: (c: ConnRec) => void) => void, pha: boolean, done: () => void, tls13: boolean,
   ): void {
     let chosen = first;
     // ssl_find_vhost: the name-based virtual host SNI names, among those on this address.
@@ -580,5 +582,13 @@ export class TlsLayer implements ConnectionLayer {
         else tsock.destroy();
       }, () => tsock.destroy());
     });
+    // The ClientHello waiting in the socket goes to TLS now, every listener being in place,
+    // rather than on TLSSocket's next tick: a TLS 1.3 resumption (every host of the address
+    // with TLS 1.3 and tickets: `tls13`) then renews its ticket (tickets.ts).
+    const hello = sock.read() as Buffer | null;
+    if (hello !== null) {
+      const h = (tsock as unknown as { _handle: { receive(b: Buffer): void } | null })._handle;
+      if (h !== null) withRenewal(tls13, () => h.receive(hello));
+    }
   }
 }

@@ -113,10 +113,17 @@ export class TlsStream extends TcpStream {
   alpnProtocol: string | false | null = null;
   readonly encrypted = true;
 
-  constructor(private readonly tw: TlsWrap, local: Address | null) {
+  constructor(private readonly tw: TlsWrap, local: Address | null, under: TcpStream | null) {
     super(tw, streamWrap!, sharedReadBuffer, local, null);
     // TLSWrap has one write under way at most (net.Socket's Writable queues the others).
     this.serialWrites = true;
+    if (under !== null) {
+      // The TCP connection below: TCP_NODELAY as it set it (accept.ts), and the peer's address
+      // asked of the TCP handle itself (TLSWrap would pass the call on through JavaScript).
+      this.noDelay = under.noDelayOn;
+      const ip = under.remoteAddress;
+      if (ip !== undefined) this.peer = { address: ip, family: under.remoteFamily ?? '', port: under.remotePort ?? 0 };
+    }
   }
 
   /** Feeds bytes read before the stream existed (the ClientHello). */
@@ -177,7 +184,7 @@ export function openTlsStream(owner: HandleOwner, context: tls.SecureContext, lo
   tw._secureContext = context;
   owner.on('error', () => undefined);
   owner.once('close', () => setImmediate(() => tw.destroySSL()));
-  const stream = new TlsStream(tw, local);
+  const stream = new TlsStream(tw, local, owner instanceof TcpStream ? owner : null);
   let secure = false;
   let last = 0;
   let handshakes = 0;
