@@ -128,9 +128,10 @@ function bindAll(ctx: ConfigContext, specs: readonly ListenSpec[], onConn: (s: T
         reject(new StartupError(`${errno}: AH00072: make_sock: could not bind to address ${addr}\nno listening sockets available, shutting down\nAH00015: Unable to open logs`));
       });
       srv.listen({ port: l.port, host: l.host, backlog: globals(ctx).listenBacklog, exclusive: false }, () => {
-        // mod_ssl's TLS runs on net.Sockets (connection-layer.ts): the single process, whose
-        // listeners outlive configurations, keeps shared reads for servers without it.
-        if (ctx.providerNames('connection_layer').length === 0) acceptSharedReads(srv, onConn);
+        // A connection layer may need net.Sockets (connection-layer.ts): the single process,
+        // whose listeners outlive configurations, accepts TcpStreams only where every loaded
+        // layer takes them (mod_ssl's does).
+        if (ctx.providerNames('connection_layer').every((n) => ctx.provider('connection_layer', n)?.streams === true)) acceptSharedReads(srv, onConn);
         servers.push(srv);
         if (--pending === 0) resolve(servers);
       });

@@ -15,6 +15,10 @@ import type { ConfigContext } from '../config/context.js';
 /** The provider: a layer for one configuration generation, or null when it has nothing to do. */
 export interface ConnectionLayerProvider {
   open(ctx: ConfigContext): ConnectionLayer | null;
+  /** Its layers take every connection as a TcpStream (acceptStream) and never want a
+   *  net.Socket: the single process's listeners, bound before any layer is opened, then
+   *  accept TcpStreams (main-server.ts). */
+  readonly streams?: boolean;
 }
 
 export interface ConnectionLayer {

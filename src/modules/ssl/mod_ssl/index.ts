@@ -30,6 +30,7 @@ import { makeExprProvider } from './expr.js';
 import { makeProxyProvider, loadMachineCerts } from './proxy.js';
 import { certDetails, parseUri } from './ocsp.js';
 import { Stapler } from './stapling.js';
+import { tlsStreams } from './stream.js';
 
 // ---- per-generation state ------------------------------------------------------------------
 
@@ -334,6 +335,8 @@ function proxyConfigOf(s: ServerRec): SslProxyConfig | undefined {
 
 const layerProvider: ConnectionLayerProvider = {
   open: (ctx) => state(ctx)?.layer ?? null,
+  // Where Node's TLS binding can be driven on a handle (stream.ts), the layer wants no net.Socket.
+  streams: tlsStreams,
 };
 
 /** Whether a request is on TLS, and its SSL variables (for %{..}x, expressions, mod_rewrite). */
