@@ -101,6 +101,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('dumpio_module', './debugging/mod_dumpio.js'),
   lazy('echo_module', './echo/mod_echo.js'),
   lazy('log_debug_module', './loggers/mod_log_debug.js'),
+  lazy('log_forensic_module', './loggers/mod_log_forensic.js'),
   lazy('mime_module', './http/mod_mime.js'),
   lazy('http2_module', './http2/mod_http2/index.js'),
   lazy('dav_module', './dav/mod_dav.js'),
