@@ -124,6 +124,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('alias_module', './mappers/mod_alias.js'),
   lazy('rewrite_module', './mappers/mod_rewrite/index.js'),
   lazy('env_module', './metadata/mod_env.js'),
+  lazy('cern_meta_module', './metadata/mod_cern_meta.js'),
   lazy('setenvif_module', './metadata/mod_setenvif.js'),
   lazy('expires_module', './metadata/mod_expires.js'),
   lazy('headers_module', './metadata/mod_headers.js'),
