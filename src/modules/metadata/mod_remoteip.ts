@@ -30,6 +30,7 @@ import { ArgCursor } from '../../server/config/lexer.js';
 import { globals } from '../../server/core/globals.js';
 import { resolveHostSync } from '../../server/core/resolve.js';
 import { APLOG_DEBUG, APLOG_ERR, APLOG_NOTICE, APLOG_TRACE1, levelFor } from '../../server/log/levels.js';
+import { APR_OS_START_EAIERR } from '../../server/log/error-log.js';
 import {
   parseAddr, parseSubnet, subnetErrorText, subnetTest, addrEqual, type IpAddr, type IpSubnet,
 } from '../../lib/ipsubnet.js';
@@ -359,7 +360,7 @@ class ProxyProtocolLayer implements ConnectionLayer {
     const fail = (message: string): void => {
       finished = true;
       // getaddrinfo's failure comes first, as httpd prints the apr_status_t of an EAI error.
-      if (message.startsWith('AH03502')) logConn(base, APLOG_ERR, message, sock, undefined, { code: 'EAI 2' as unknown as number, text: 'Name or service not known' });
+      if (message.startsWith('AH03502')) logConn(base, APLOG_ERR, message, sock, undefined, { code: APR_OS_START_EAIERR + 2, text: 'Name or service not known' });
       else if (message !== '') logConn(base, APLOG_ERR, message, sock);
       sock.destroy();
     };

@@ -13,7 +13,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { ErrorLogEntry, ErrorLogFormatter } from './error-log.js';
+import { errnoLabel, type ErrorLogEntry, type ErrorLogFormatter } from './error-log.js';
 import { levelName, APLOG_TRACE8 } from './levels.js';
 import { MONTHS } from './time.js';
 
@@ -354,7 +354,7 @@ function handlerFor(letter: string, arg: string | undefined): ItemFn | undefined
         return v === undefined ? '' : escapeErrorLogItem(v);
       };
     case 'E':
-      return (e) => (e.errno ? `(${e.errno.code})${e.errno.text}` : '');
+      return (e) => (e.errno ? `(${errnoLabel(e.errno.code)})${e.errno.text}` : '');
     case 'F':
       // Source file and line of the log call, where the message has one (httpd's APLOG_MARK).
       return (e) => e.source ?? '';

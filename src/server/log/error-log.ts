@@ -43,7 +43,7 @@ const pid = process.pid;
 export function formatDefault(e: ErrorLogEntry, micros: number): string {
   let s = `[${aprCtime(micros)}] [${e.module}:${levelName(e.level)}] [pid ${pid}:tid ${pid}] `;
   if (e.source !== undefined && e.level >= APLOG_DEBUG) s += `${e.source}: `;
-  if (e.errno) s += `(${e.errno.code})${e.errno.text}: `;
+  if (e.errno) s += `(${errnoLabel(e.errno.code)})${e.errno.text}: `;
   if (e.client) s += `[client ${e.client.ip}:${e.client.port}] `;
   s += e.message;
   if (e.referer) s += `, referer: ${e.referer}`;
@@ -86,6 +86,15 @@ export function escapeErrorlogItem(s: string): string {
   return out;
 }
 
+/** APR's status codes for getaddrinfo's errors start here (APR_OS_START_EAIERR): httpd's log
+ *  writes such a status as "(EAI n)" (log_error_core), n being getaddrinfo's error number. */
+export const APR_OS_START_EAIERR = 670000;
+
+/** How a log line names an error status: the number, or "EAI n" for a getaddrinfo error. */
+export function errnoLabel(code: number): string {
+  return code >= APR_OS_START_EAIERR && code < APR_OS_START_EAIERR + 50000 ? `EAI ${code - APR_OS_START_EAIERR}` : String(code);
+}
+
 /** errno numbers for the Node error codes httpd messages mention. */
 const ERRNO: Record<string, [number, string]> = {
   ENOENT: [2, 'No such file or directory'],
@@ -106,6 +115,12 @@ const ERRNO: Record<string, [number, string]> = {
   ETIMEDOUT: [110, 'Connection timed out'],
   EINVAL: [22, 'Invalid argument'],
   ENOSPC: [28, 'No space left on device'],
+  // getaddrinfo's failures as Node names them (dns.lookup), in APR's EAI space: glibc's
+  // EAI_NONAME -2, EAI_AGAIN -3, EAI_FAIL -4, EAI_NODATA -5.
+  ENOTFOUND: [APR_OS_START_EAIERR + 2, 'Name or service not known'],
+  EAI_AGAIN: [APR_OS_START_EAIERR + 3, 'Temporary failure in name resolution'],
+  EAI_FAIL: [APR_OS_START_EAIERR + 4, 'Non-recoverable failure in name resolution'],
+  EAI_NODATA: [APR_OS_START_EAIERR + 5, 'No address associated with hostname'],
   // APR's own codes, as filters fail (FilterError.code).
   APR_EGENERAL: [20014, 'Internal error (specific information not available)'],
 };

@@ -4,6 +4,7 @@
 // a reader with the backend timeout, and the byte tunnel of Upgrade / CONNECT.
 
 import * as net from 'node:net';
+import * as dns from 'node:dns/promises';
 import type { Request, RawStream } from '../../../server/request/request.js';
 import { connectStream, type ConnectTarget, type PendingConnect, type TcpStream } from '../../../server/http/tcp-stream.js';
 import type { ServerRec } from '../../../server/server-rec.js';
@@ -46,6 +47,9 @@ export class BackendConn implements ProxyConn {
   stream: TcpStream | null = null;
   hostname = '';
   port = 0;
+  /** The address a new connection goes to: the hostname's, resolved (resolveAddress), or ''
+   *  when the hostname is an address itself. */
+  ip = '';
   udsPath = '';
   isSsl = false;
   sslHostname: string | undefined = undefined;
@@ -308,9 +312,46 @@ function dropIdle(c: BackendConn): void {
  *  address; null for a name, which net.Socket resolves. */
 function plainTarget(c: BackendConn, source: string | undefined): ConnectTarget | null {
   if (c.udsPath !== '') return { path: c.udsPath };
-  const family = net.isIP(c.hostname);
+  const host = c.ip !== '' ? c.ip : c.hostname;
+  const family = net.isIP(host);
   if (family === 0) return null;
-  return { host: c.hostname, port: c.port, family: family === 4 ? 4 : 6, localAddress: source };
+  return { host, port: c.port, family: family === 4 ? 4 : 6, localAddress: source };
+}
+
+/** A worker's resolved addresses by hostname (httpd's worker->address), for this process and
+ *  configuration generation: `expiry` -1 for ever, else the time (ms) it is asked again. */
+const addresses = new WeakMap<ProxyWorker, Map<string, { ip: Promise<string>; expiry: number }>>();
+
+/** How long a worker keeps a resolved address (ms; -1 until restart, 0 not at all): addressttl=,
+ *  else until restart, except for a worker whose address cannot be reused (a URL with
+ *  substitutions, the generic worker; disablereuse=On), which resolves for each connection
+ *  (ap_proxy_define_worker / ap_proxy_initialize_worker). */
+function addressTtl(w: ProxyWorker): number {
+  const t = w.params.addressttl;
+  if (t !== undefined) return t < 0 ? -1 : t * 1000;
+  return w.generic || w.params.disablereuse === true ? 0 : -1;
+}
+
+/**
+ * The address a new connection to `host` goes to (ap_proxy_determine_address): the worker's
+ * cached one while its addressttl lasts, else getaddrinfo's first answer (Node's dns.lookup in
+ * the resolver's order, as apr_sockaddr_info_get). Rejects with the lookup's error.
+ */
+export function resolveAddress(w: ProxyWorker, host: string): Promise<string> {
+  const ttl = addressTtl(w);
+  const now = Date.now();
+  let byHost = addresses.get(w);
+  const hit = byHost?.get(host);
+  if (hit !== undefined && (hit.expiry < 0 || hit.expiry > now)) return hit.ip;
+  const ip = dns.lookup(host).then((a) => a.address);
+  if (ttl !== 0) {
+    if (byHost === undefined) addresses.set(w, (byHost = new Map()));
+    const entry = { ip, expiry: ttl < 0 ? -1 : now + ttl };
+    byHost.set(host, entry);
+    // A failed lookup is not kept: the next connection asks again.
+    ip.catch(() => { if (byHost!.get(host) === entry) byHost!.delete(host); });
+  }
+  return ip;
 }
 
 /** Connects a fresh socket (ap_proxy_connect_backend); OK or 503 with httpd's lines. `plain`:
@@ -335,7 +376,8 @@ export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWor
       if (c.udsPath !== '') {
         serverLog(r.server, APLOG_ERR, `AH02454: ${proxyFunction}: attempt to connect to Unix domain socket ${c.udsPath} (${c.hostname}:${c.port}) failed`, errno);
       } else {
-        const addr = `${c.hostname.includes(':') ? `[${c.hostname}]` : c.hostname}:${c.port}`;
+        const to = c.ip !== '' ? c.ip : c.hostname;
+        const addr = `${to.includes(':') ? `[${to}]` : to}:${c.port}`;
         serverLog(r.server, APLOG_ERR, `AH00957: ${proxyFunction}: attempt to connect to ${addr} (${c.hostname}:${c.port}) failed`, errno);
       }
       // A balancer member goes into error for retry= seconds (unless status=+I); httpd 2.4.71
@@ -370,13 +412,13 @@ export function connectSocket(proxyFunction: string, c: BackendConn, w: ProxyWor
         if (plain === 'pooled') c.attachStream(stream);
         else c.stream = stream;
         // Connected to an address, not a name: the peer is the address asked.
-        connected(c.udsPath !== '' ? c.udsPath : `${c.hostname}:${c.port}`);
+        connected(c.udsPath !== '' ? c.udsPath : `${c.ip !== '' ? c.ip : c.hostname}:${c.port}`);
       });
       if (pending !== null) return;
     }
     const opts: net.NetConnectOpts = c.udsPath !== ''
       ? { path: c.udsPath }
-      : { host: c.hostname, port: c.port, ...(source !== undefined ? { localAddress: source } : {}) };
+      : { host: c.ip !== '' ? c.ip : c.hostname, port: c.port, ...(source !== undefined ? { localAddress: source } : {}) };
     const s = net.connect(opts);
     sock = s;
     s.once('error', fail);

@@ -3,6 +3,7 @@
 // protocol module of its scheme, and the "proxy_api" provider through which the protocol,
 // balancer and health-check modules use mod_proxy's workers and connection pools.
 
+import * as net from 'node:net';
 import { createHeaders } from './headers.js';
 import {
   defineModule, directive, DECLINED, DONE, OK, MODULE_API_VERSION, RSRC_CONF, ACCESS_CONF,
@@ -32,7 +33,8 @@ import {
   canonenc, canonNetloc, deSocketfy, findBalancer, findWorker, makeWorker, portOfScheme, setWorkerParam, setWorkerStatus, workerStatusString,
 } from './workers.js';
 import { proxyStatusHook } from './status.js';
-import { acquire, BackendConn, connectSocket, makeReader, release, retryWorker, takeOut, tunnel } from './conn.js';
+import { acquire, BackendConn, connectSocket, makeReader, release, resolveAddress, retryWorker, takeOut, tunnel } from './conn.js';
+import { errnoOf } from '../../../server/log/error-log.js';
 
 const MOD = 'proxy';
 
@@ -42,8 +44,8 @@ function escapeHtml(s: string): string {
 }
 
 /** ap_proxyerror. */
-export function proxyError(r: Request, status: number, message: string): number {
-  r.log(MOD, APLOG_ERR, `AH00898: ${message} returned by ${r.uri}`);
+export function proxyError(r: Request, status: number, message: string, errno?: { code: number; text: string }): number {
+  r.log(MOD, APLOG_ERR, `AH00898: ${message} returned by ${r.uri}`, errno);
   r.notes.set('error-notes', `The proxy server could not handle the request<p>Reason: <strong>${escapeHtml(message)}</strong></p>`);
   r.notes.set('verbose-error-to', '*');
   r.statusLine = `${status} Proxy Error`;
@@ -148,6 +150,16 @@ function connectBackend(proxyFunction: string, c: ProxyConn, w: ProxyWorker, r: 
 
 async function connectNew(proxyFunction: string, bc: BackendConn, w: ProxyWorker, r: Request, plain: boolean | 'pooled'): Promise<number> {
   bc.destroy();
+  bc.ip = '';
+  if (bc.udsPath === '' && net.isIP(bc.hostname) === 0) {
+    // The backend's name resolved (ap_proxy_determine_address), kept by the worker as long as
+    // its addressttl says; a name that does not resolve is httpd's 500 "DNS lookup failure".
+    try {
+      bc.ip = await resolveAddress(w, bc.hostname);
+    } catch (e) {
+      return proxyError(r, 500, `DNS lookup failure for: ${bc.hostname}`, errnoOf(e));
+    }
+  }
   const sc = proxy.server(r.server);
   const connTimeout = w.params.connectionTimeout ?? backendTimeout(w, r);
   const st = await connectSocket(proxyFunction, bc, w, r, connTimeout, sc.sourceAddress, plain);
