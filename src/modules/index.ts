@@ -138,6 +138,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('proxy_scgi_module', './proxy/mod_proxy_scgi.js'),
   lazy('proxy_uwsgi_module', './proxy/mod_proxy_uwsgi.js'),
   lazy('proxy_hcheck_module', './proxy/mod_proxy_hcheck.js'),
+  lazy('proxy_express_module', './proxy/mod_proxy_express.js'),
   lazy('heartbeat_module', './cluster/mod_heartbeat.js'),
   lazy('heartmonitor_module', './cluster/mod_heartmonitor.js'),
   lazy('proxy_http2_module', './proxy/mod_proxy_http2.js'),

@@ -51,3 +51,13 @@ export function openDbmReadOnly(type: string, name: string): Sdbm {
   cache.set(name, { db, dirStamp: ds, pagStamp: ps });
   return db;
 }
+
+/** The status an SdbmError is logged with, as APR gives it (APR_ENOTIMPL 70023 for a type
+ *  plume does not read); undefined for any other error (a system error: errnoOf). */
+export function sdbmStatus(e: unknown): { code: number; text: string } | undefined {
+  if (!(e instanceof SdbmError)) return undefined;
+  if (e.code === 'APR_ENOTIMPL') return { code: 70023, text: e.message };
+  if (e.code === 'ENOSPC') return { code: 28, text: 'No space left on device' };
+  if (e.code === 'EINVAL') return { code: 22, text: 'Invalid argument' };
+  return undefined;
+}

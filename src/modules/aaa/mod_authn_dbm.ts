@@ -12,7 +12,7 @@ import type { Request } from '../../server/request/request.js';
 import { errnoOf } from '../../server/log/error-log.js';
 import { APLOG_ERR } from '../../server/log/levels.js';
 import { validatePassword } from '../../lib/passwords/index.js';
-import { openDbmReadOnly, SdbmError } from '../../lib/dbm/index.js';
+import { openDbmReadOnly, sdbmStatus } from '../../lib/dbm/index.js';
 import {
   AUTH_DENIED, AUTH_GENERAL_ERROR, AUTH_GRANTED, AUTH_USER_FOUND, AUTH_USER_NOT_FOUND,
   type AuthnProvider, type AuthnStatus, type RealmHashResult,
@@ -41,16 +41,6 @@ function setDbmType(cmd: Cmd, type: string): undefined {
   return undefined;
 }
 
-/** The errno-style prefix APR gives a DBM error. */
-function aprError(e: unknown): { code: number; text: string } {
-  if (e instanceof SdbmError) {
-    if (e.code === 'APR_ENOTIMPL') return { code: 70023, text: e.message };
-    if (e.code === 'ENOSPC') return { code: 28, text: 'No space left on device' };
-    if (e.code === 'EINVAL') return { code: 22, text: 'Invalid argument' };
-  }
-  return errnoOf(e) ?? { code: 0, text: String(e) };
-}
-
 /** fetch_dbm_value: the stored value (latin1), undefined when absent, or null after logging
  *  an open failure. */
 function fetchDbmValue(r: Request, conf: AuthnDbmDirConfig, key: string): string | undefined | null {
@@ -59,7 +49,7 @@ function fetchDbmValue(r: Request, conf: AuthnDbmDirConfig, key: string): string
     if (conf.pwfile === undefined) throw Object.assign(new Error('no file'), { code: 'EINVAL' });
     db = openDbmReadOnly(conf.dbmtype, conf.pwfile);
   } catch (e) {
-    r.log('authn_dbm', APLOG_ERR, `AH10285: could not open dbm (type ${conf.dbmtype}) file: ${conf.pwfile ?? '(null)'}`, aprError(e));
+    r.log('authn_dbm', APLOG_ERR, `AH10285: could not open dbm (type ${conf.dbmtype}) file: ${conf.pwfile ?? '(null)'}`, sdbmStatus(e) ?? errnoOf(e) ?? { code: 0, text: String(e) });
     return null;
   }
   const k = Buffer.from(key, 'latin1');
