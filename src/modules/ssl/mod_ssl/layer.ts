@@ -310,7 +310,8 @@ export class TlsLayer implements ConnectionLayer {
         sock.resume();
         return;
       }
-      this.afterHello(sock, base, first, chunk, serve);
+      const candidates = this.setup.candidates(normIp(sock.localAddress ?? ''), sock.localPort ?? 0);
+      this.afterHello(sock, base, first, chunk, parseClientHello(chunk), candidates, serve);
     });
     return true;
   }
@@ -341,7 +342,8 @@ export class TlsLayer implements ConnectionLayer {
         return;
       }
       const hello = parseClientHello(chunk);
-      const plan = this.plan(first, this.setup.candidates(normIp(t.localAddress ?? ''), t.localPort ?? 0));
+      const candidates = this.setup.candidates(normIp(t.localAddress ?? ''), t.localPort ?? 0);
+      const plan = this.plan(first, candidates);
       if (hello.tls13 && plan.stateless13 && plan.direct && canOpenTlsStream(t)) {
         const local = t.localAddress === undefined ? null : { address: t.localAddress, family: t.localFamily ?? '', port: t.localPort ?? 0 };
         this.handshakeDirect(t, stopTimer, first, local, chunk, serve, hello.pha);
@@ -351,7 +353,7 @@ export class TlsLayer implements ConnectionLayer {
       const sock = socketFromStream(t);
       sock.unshift(chunk);
       sock.setTimeout(base.timeout * 1000, () => sock.destroy());
-      this.afterHello(sock, base, first, chunk, serve);
+      this.afterHello(sock, base, first, chunk, hello, candidates, serve);
     });
     return true;
   }
@@ -363,12 +365,12 @@ export class TlsLayer implements ConnectionLayer {
     logConn(base, APLOG_INFO, 'AH01996: SSL handshake failed: HTTP spoken on HTTPS port; trying to send HTML error page', peer);
   }
 
-  /** The handshake of a net.Socket whose first bytes (`chunk`, a TLS record) are back in its
-   *  buffer. */
-  private afterHello(sock: net.Socket, base: ServerRec, first: TlsServer, chunk: Buffer, serve: (t: Transport, init: (c: ConnRec) => void) => void): void {
-    const hello = parseClientHello(chunk);
-    const local = normIp(sock.localAddress ?? '');
-    const candidates = this.setup.candidates(local, sock.localPort ?? 0);
+  /** The handshake of a net.Socket whose first bytes (`chunk`, a TLS record, read as `hello`)
+   *  are back in its buffer; `candidates`: the hosts of its address. */
+  private afterHello(
+    sock: net.Socket, base: ServerRec, first: TlsServer, chunk: Buffer, hello: HelloInfo, candidates: readonly ServerRec[],
+    serve: (t: Transport, init: (c: ConnRec) => void) => void,
+  ): void {
     const plan = this.plan(first, candidates);
     // A TLS 1.3 handshake with stateless tickets neither resumes from the session cache nor
     // stores into it usefully: its sessions travel in the tickets (OpenSSL consults the
