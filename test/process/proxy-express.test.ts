@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { makeSite, startPlume, freePort, BODY, type Running } from './process-lib.js';
+import { makeSite, startPlume, freePort, waitFor, BODY, type Running } from './process-lib.js';
 import { startHttpScript, type Backend } from './app-backends.js';
 
 /** GET `urlPath` with Host: `host` on a new connection: status and body. */
@@ -64,6 +64,8 @@ test('ProxyExpressEnable: mapped host names are proxied to their backends, other
     assert.equal(local.status, 200);
     assert.equal(local.body, BODY);
 
+    // The error log is written after the response goes out: wait for the last request's line.
+    await waitFor('the debug line of the last request', () => fs.readFileSync(site.errorLog, 'latin1').includes('looking for other.example'));
     const log = fs.readFileSync(site.errorLog, 'latin1');
     assert.match(log, /\[proxy_express:debug\] .* mod_proxy_express\.c\(185\): \[client 127\.0\.0\.1:\d+\] AH01004: proxy_express: found a\.example -> http:\/\/127\.0\.0\.1:\d+/);
     assert.match(log, /AH01005: proxy_express: rewritten as: proxy:http:\/\/127\.0\.0\.1:\d+\/echo\/x/);
