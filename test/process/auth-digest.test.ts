@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
-import { makeSite, startPlume } from './process-lib.js';
+import { makeSite, startPlume, waitFor } from './process-lib.js';
 
 const md5 = (s: string): string => createHash('md5').update(s, 'latin1').digest('hex');
 
@@ -100,6 +100,8 @@ test('digest authentication across two worker processes', { timeout: 60000 }, as
       const fresh = param(again.head, 'WWW-Authenticate', 'nonce')!;
       assert.equal((await get(site.port, '/o/', answer({ nonce: fresh, uri: '/o/', nc: '00000001', opaque: oo }).auth)).status, 200);
 
+      // The error log is flushed after the response goes out.
+      await waitFor('AH01794 in the error log', () => fs.readFileSync(site.errorLog, 'utf8').includes('AH01794'));
       const log = fs.readFileSync(site.errorLog, 'utf8');
       assert.match(log, /AH01774: Warning, possible replay attack: nonce-count check failed: 1 is not above 1 for nonce /);
       assert.match(log, /AH01794: user alice: password mismatch: \/p\//);

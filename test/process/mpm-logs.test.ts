@@ -29,7 +29,9 @@ test('all workers append whole lines to one access log and one error log', { tim
     for (const l of log.lines) assert.match(l, LINE);
     assert.deepEqual([...log.pids].sort(), [...workers].sort(), 'both workers wrote to the access log');
     // The 404s: core's AH00128 at info, from both workers, in the one error log.
-    const errors = fs.readFileSync(site.errorLog, 'utf8').split('\n').filter((l) => l.includes('AH00128'));
+    const ah00128 = (): string[] => fs.readFileSync(site.errorLog, 'utf8').split('\n').filter((l) => l.includes('AH00128'));
+    await waitFor('the 60 AH00128 lines', () => ah00128().length >= 60, 5000);
+    const errors = ah00128();
     assert.equal(errors.length, 60);
     const pids = new Set(errors.map((l) => Number(/\[pid (\d+):tid/.exec(l)?.[1])));
     assert.deepEqual([...pids].sort(), [...workers].sort());

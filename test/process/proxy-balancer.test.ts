@@ -152,6 +152,7 @@ test('three backends behind a balancer, one killed mid-test: no failed request; 
   };
   await Promise.all([burst(), burst(), burst(), burst()]);
   assert.equal(after.get('beta') ?? 0, 0);
+  await waitFor('AH00959 in the error log', () => fs.readFileSync(site.errorLog, 'latin1').includes('AH00959'));
   const log = fs.readFileSync(site.errorLog, 'latin1');
   assert.match(log, /AH00959: ap_proxy_connect_backend disabling worker for \(127\.0\.0\.1:\d+\) for 2s/);
   // Every worker process's page shows beta in error (the state is shared).

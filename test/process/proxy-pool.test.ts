@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { execFileSync } from 'node:child_process';
-import { makeSite, startPlume, freePort, sleep } from './process-lib.js';
+import { makeSite, startPlume, freePort, sleep, waitFor } from './process-lib.js';
 
 interface Got { status: number; body: string }
 
@@ -72,6 +72,7 @@ test('max= with acquire=, max= without it, ttl= with smax=, keepalive=', { timeo
     held.shift()!();
     const a1 = await first;
     assert.equal(a1.status, 200);
+    await waitFor('AH00941 in the error log', () => fs.readFileSync(site.errorLog, 'latin1').includes('AH00941'));
     const log = fs.readFileSync(site.errorLog, 'latin1');
     assert.match(log, new RegExp(`\\[proxy:error\\] \\[pid \\d+:tid \\d+\\] \\(70007\\)The timeout specified has expired: AH00941: http: failed to acquire connection for \\(127\\.0\\.0\\.1:${bport}\\)`));
     // The connection is free again: the next request has it.

@@ -65,6 +65,7 @@ test('OCSP stapling: good answers stapled and cached, tryLater or nothing when t
     // Nobody answers: tryLater (SSLStaplingFakeTryLater on), or no status at all (off).
     assert.match(sClient(b), /OCSP Response Status: trylater \(0x3\)/);
     assert.match(sClient(c), /OCSP response: no response sent/);
+    await waitFor('AH01941 in the error log', () => fs.readFileSync(site.errorLog, 'utf8').includes('AH01941'));
     const log = fs.readFileSync(site.errorLog, 'utf8');
     assert.match(log, /AH01974: could not connect to OCSP responder/);
     assert.match(log, /AH01941: stapling_renew_response: responder error/);
