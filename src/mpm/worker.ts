@@ -21,7 +21,7 @@ import { scoreboard, WorkerLoad } from './scoreboard.js';
 import { holdYoungGeneration, startIdleGc } from '../engine/idle-gc.js';
 import { readCount } from '../server/request/stat-cache.js';
 import { acceptSharedReads } from '../server/http/accept.js';
-import { acceptThroughLayers, layersWantSocket } from '../server/http/connection-layer.js';
+import { acceptThroughLayers, layersHandshake, layersWantSocket } from '../server/http/connection-layer.js';
 import type { ConnRec } from '../server/request/request.js';
 import type { Transport } from '../server/http/tcp-stream.js';
 import { Roster, RosterEntry } from '../lib/roster.js';
@@ -69,6 +69,7 @@ class QuietSink implements LogSink {
  * event-loop turn, so a burst of 500 new connections took hundreds of turns (seconds) to reach
  * a busy worker, and a flood of one-request connections left each turn with about one request.
  * Each copy (a descriptor of the same socket, from the parent) accepts one more per turn.
+ * A port whose connections begin with a TLS handshake is listened on once (oneCopy).
  */
 const LISTEN_COPIES = 16;
 
@@ -112,10 +113,10 @@ class OpenConnection extends RosterEntry {
 class AcceptGate {
   private servers: net.Server[] = [];
   /** Sets of listening sockets (one copy of every listener) not listened on yet. */
-  private spare: unknown[][] = [];
+  private spare: ListenSet[] = [];
   /** Sets listened on now. */
   private sets = 0;
-  private incoming: { count: number; handles: unknown[] } | undefined;
+  private incoming: { count: number; set: ListenSet } | undefined;
   /** Sets asked of the parent and not received yet. */
   private asked = 0;
   private accepting = false;
@@ -185,11 +186,12 @@ class AcceptGate {
   /** IPC from the parent: a batch of listening sockets starts, or one of them arrives. */
   receive(msg: ToWorker, handle: unknown): void {
     if (msg.t === 'listeners') {
-      this.incoming = { count: msg.count, handles: [] };
+      this.incoming = { count: msg.count, set: { handles: [], keys: [] } };
     } else if (msg.t === 'listener' && this.incoming !== undefined && handle !== undefined) {
-      this.incoming.handles.push(handle);
-      if (this.incoming.handles.length === this.incoming.count) {
-        const set = this.incoming.handles;
+      this.incoming.set.handles.push(handle);
+      this.incoming.set.keys.push(msg.key);
+      if (this.incoming.set.handles.length === this.incoming.count) {
+        const set = this.incoming.set;
         this.incoming = undefined;
         if (this.asked > 0) this.asked--;
         if (this.retiring) closeSet(set);
@@ -231,9 +233,14 @@ class AcceptGate {
 
   private readonly accept = (sock: Transport): void => this.onConnection(sock);
 
-  private listenOn(set: unknown[]): void {
-    this.sets++;
-    for (const handle of set) {
+  private listenOn(set: ListenSet): void {
+    const copy = this.sets++;
+    for (let i = 0; i < set.handles.length; i++) {
+      const handle = set.handles[i];
+      if (copy > 0 && this.oneCopy(set.keys[i]!)) {
+        closeHandle(handle);
+        continue;
+      }
       const srv = net.createServer({ noDelay: true }, this.accept);
       srv.on('error', (e: NodeJS.ErrnoException) => {
         // listen(2) failed: another process took the port after the parent checked it.
@@ -249,6 +256,21 @@ class AcceptGate {
       this.servers.push(srv);
     }
   }
+
+  /** Whether a listener (by its key, "host port") is listened on once: its connections begin
+   *  with a handshake (connection-layer.ts layersHandshake), which costs far more than the
+   *  loop turn LISTEN_COPIES saves, while every further copy is one more wake-up and failed
+   *  accept4(2) for each connection that comes (session 20: 7 accept4 and 4 epoll_ctl per TLS
+   *  connection with 16 copies, against Apache's 1 and 0.2). */
+  private oneCopy(key: string): boolean {
+    let one = this.oneCopyPorts.get(key);
+    if (one === undefined) {
+      one = layersHandshake(this.rt, Number(key.slice(key.lastIndexOf(' ') + 1)));
+      this.oneCopyPorts.set(key, one);
+    }
+    return one;
+  }
+  private readonly oneCopyPorts = new Map<string, boolean>();
 
   private stop(forBalance = false): void {
     this.accepting = false;
@@ -376,8 +398,18 @@ class AcceptGate {
 }
 
 /** Closes the listening sockets of a set not listened on. */
-function closeSet(set: unknown[]): void {
-  for (const h of set) (h as { close?: () => void }).close?.();
+/** One copy of every listening socket, as the parent sends them, with their keys ("host port"). */
+interface ListenSet {
+  readonly handles: unknown[];
+  readonly keys: string[];
+}
+
+function closeHandle(h: unknown): void {
+  (h as { close?: () => void }).close?.();
+}
+
+function closeSet(set: ListenSet): void {
+  for (const h of set.handles) closeHandle(h);
 }
 
 /** Runs this process as a worker; resolves with its exit status. */

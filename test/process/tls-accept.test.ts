@@ -8,6 +8,7 @@
 //  - a TLS 1.3 resumption renews its ticket as httpd's does (tickets.ts), on either path, and
 //    does not with SSLSessionTicketKeyFile.
 // Each answer is checked with the access log's protocol, so that the paths are told apart.
+// The worker listens on one copy of the TLS port (layersHandshake), on 16 of a plain one.
 
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
@@ -54,6 +55,22 @@ function rawExchange(port: number, send: string | null): Promise<{ text: string;
     s.on('error', reject);
     s.on('close', () => resolve({ text, ms: Date.now() - t0 }));
   });
+}
+
+/** How many descriptors of process `pid` are the socket listening on 127.0.0.1:`port`. */
+function listeningCopies(pid: number, port: number): number {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  let inode = '';
+  for (const line of fs.readFileSync('/proc/net/tcp', 'latin1').split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f[1] === `0100007F:${hexPort}` && f[3] === '0A') inode = f[9] ?? '';
+  }
+  assert.notEqual(inode, '', `a socket listening on 127.0.0.1:${port}`);
+  let n = 0;
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try { if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === `socket:[${inode}]`) n++; } catch { /* closed meanwhile */ }
+  }
+  return n;
 }
 
 test('a worker takes TLS 1.3 on the handle, TLS 1.2 through a TLSSocket, plain HTTP with the 400 page, a silent client after Timeout', { timeout: 60000 }, async () => {
@@ -106,6 +123,12 @@ test('a worker takes TLS 1.3 on the handle, TLS 1.2 through a TLSSocket, plain H
     // does not wait for any of them.
     const again = await tlsGet(tlsPort, 'TLSv1.3', 'again');
     assert.equal(again.status, 200);
+
+    // The worker listens on one copy of the TLS port, and on LISTEN_COPIES (16) of the plain
+    // one (worker.ts oneCopy): every copy is one more wake-up for each connection.
+    const worker = plume.workers()[0]!;
+    await waitFor('16 copies of the plain port', () => listeningCopies(worker, site.port) === 16);
+    assert.equal(listeningCopies(worker, tlsPort), 1);
 
     // A full TLS 1.3 handshake hands out two session tickets, and a handshake resumed with one
     // a new one, which resumes in turn (httpd on OpenSSL's own ticket keys: tickets.ts).

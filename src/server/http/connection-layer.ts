@@ -34,6 +34,10 @@ export interface ConnectionLayer {
   /** The same for a connection accepted as a TcpStream (accept.ts: on the ports for which every
    *  layer said wantsSocket false). A layer without it leaves such connections alone. */
   acceptStream?(t: TcpStream, base: ServerRec, serve: (t: Transport, init: (c: ConnRec) => void) => void): boolean;
+  /** Whether every connection to this local port begins with a handshake of this layer (a TLS
+   *  port): such a connection costs far more than an event-loop turn, so a worker listens on
+   *  one copy of the port (worker.ts LISTEN_COPIES). Asked once per listening socket. */
+  handshakes?(port: number): boolean;
 }
 
 /** httpd's process_connection hook for protocols other than HTTP (mod_echo): a processor
@@ -93,6 +97,12 @@ function baseServer(rt: Runtime, t: Transport): ServerRec {
 /** Whether any layer wants net.Sockets on this port (accept.ts's shared reads are then off). */
 export function layersWantSocket(rt: Runtime, port: number): boolean {
   for (const l of rt.connectionLayers) if (l.wantsSocket(port)) return true;
+  return false;
+}
+
+/** Whether connections to this port begin with a layer's handshake (ConnectionLayer.handshakes). */
+export function layersHandshake(rt: Runtime, port: number): boolean {
+  for (const l of rt.connectionLayers) if (l.handshakes?.(port) === true) return true;
   return false;
 }
 

@@ -286,7 +286,10 @@ export class TlsLayer implements ConnectionLayer {
     // Where Node's TLS binding can be driven directly (stream.ts), connections come as
     // accept.ts's TcpStreams (acceptStream): a net.Socket is made only for a handshake that
     // needs a TLSSocket.
-    if (tlsStreams) return false;
+    return !tlsStreams && this.handshakes(port);
+  }
+
+  handshakes(port: number): boolean {
     // A main server with SSLEngine on makes every port a TLS port.
     for (const t of this.setup.servers.values()) if (!t.s.isVirtual) return true;
     return this.ports.has(port);
