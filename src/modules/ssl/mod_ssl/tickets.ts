@@ -42,6 +42,22 @@ export function withRenewal(tls13: boolean, feed: () => void): void {
   }
 }
 
+/** Random bytes for ticket IVs, drawn from the CSPRNG IV_POOL at a time: a full handshake
+ *  issues two tickets, and one randomFillSync call per IV cost more than the 16 bytes. */
+const IV_POOL = 4096;
+const ivPool = Buffer.alloc(IV_POOL);
+let ivAt = IV_POOL;
+
+/** Fills `iv` (16 bytes) with fresh random bytes, never used for another ticket. */
+function nextIv(iv: Buffer): void {
+  if (ivAt + 16 > IV_POOL) {
+    crypto.randomFillSync(ivPool);
+    ivAt = 0;
+  }
+  ivPool.copy(iv, 0, ivAt, ivAt + 16);
+  ivAt += 16;
+}
+
 /**
  * Makes `context` renew the tickets of TLS 1.3 resumptions (see above); `keys` are the 48 bytes
  * the context was made with. False where Node's context has no such callback (tickets then
@@ -63,7 +79,7 @@ export function renewTls13Tickets(context: tls.SecureContext, keys: Buffer): boo
   const foreign = [0, hmac, aes];
   native.onticketkeycallback = (keyName: Buffer, _iv: Buffer, encrypt: boolean): unknown[] => {
     if (encrypt) {
-      crypto.randomFillSync(iv);
+      nextIv(iv);
       return made;
     }
     if (!keyName.equals(name)) return foreign;
