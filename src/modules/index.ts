@@ -53,6 +53,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('authn_file_module', './aaa/mod_authn_file.js'),
   lazy('authn_anon_module', './aaa/mod_authn_anon.js'),
   lazy('authn_dbm_module', './aaa/mod_authn_dbm.js'),
+  lazy('authn_socache_module', './aaa/mod_authn_socache.js'),
   lazy('authn_core_module', './aaa/mod_authn_core.js'),
   lazy('authz_host_module', './aaa/mod_authz_host.js'),
   lazy('authz_groupfile_module', './aaa/mod_authz_groupfile.js'),

@@ -83,6 +83,9 @@ export interface RequestSpec {
   timeoutMs?: number;
   /** Speak TLS on this connection (the case's server must have SSLEngine on there). */
   tls?: TlsRequestSpec;
+  /** Files (relative to the case's root, placeholders substituted) replaced before this request
+   *  is sent, through a rename, with the current time as mtime: a change between requests. */
+  writeFiles?: Record<string, string>;
 }
 
 /** The client side of a TLS connection. */
@@ -1159,6 +1162,13 @@ export async function runCase(c: LoadedCase, command: ServerCommandFactory, opts
     const keepAlive = spec.keepAlive === true;
     let stapledNow: string | undefined;
     for (const [i, r] of spec.requests.entries()) {
+      for (const [rel, content] of Object.entries(r.writeFiles ?? {})) {
+        const target = path.join(root, substitute(rel, ph));
+        if (!target.startsWith(root + path.sep)) throw new Error(`file path escapes root: ${rel}`);
+        fs.writeFileSync(target + '.new', substitute(content, ph));
+        fs.chmodSync(target + '.new', 0o644);
+        fs.renameSync(target + '.new', target);
+      }
       const rport = targetPort(r, ph);
       const parts = buildRequest(r, ph, keepAlive, rport);
       const sizes = logs.map((l) => fileSize(path.join(root, l)));

@@ -12,6 +12,7 @@ import type { Request } from '../../server/request/request.js';
 import { errnoOf } from '../../server/log/error-log.js';
 import { APLOG_ERR } from '../../server/log/levels.js';
 import { validatePassword } from '../../lib/passwords/index.js';
+import { authnCacheStore } from '../../server/authn-cache.js';
 import { openDbmReadOnly, sdbmStatus } from '../../lib/dbm/index.js';
 import {
   AUTH_DENIED, AUTH_GENERAL_ERROR, AUTH_GRANTED, AUTH_USER_FOUND, AUTH_USER_NOT_FOUND,
@@ -69,18 +70,28 @@ function checkDbmPassword(r: Request, user: string, password: Uint8Array): Authn
   // The password is up to the first colon.
   const colon = value.indexOf(':');
   const hash = colon < 0 ? value : value.slice(0, colon);
-  const ok = validatePassword(password, hash);
-  if (ok instanceof Promise) return ok.then((v) => (v ? AUTH_GRANTED : AUTH_DENIED));
-  return ok ? AUTH_GRANTED : AUTH_DENIED;
+  const stored = authnCacheStore(r, 'dbm', user, undefined, hash);
+  if (stored !== undefined) return stored.then(() => validateHash(password, hash));
+  return validateHash(password, hash);
 }
 
-function getDbmRealmHash(r: Request, user: string, realm: string): RealmHashResult {
+function getDbmRealmHash(r: Request, user: string, realm: string): RealmHashResult | Promise<RealmHashResult> {
   const conf = self.dir(r) ?? createDirConfig();
   const value = fetchDbmValue(r, conf, `${user}:${realm}`);
   if (value === null) return { status: AUTH_GENERAL_ERROR };
   if (value === undefined) return { status: AUTH_USER_NOT_FOUND };
   const colon = value.indexOf(':');
-  return { status: AUTH_USER_FOUND, hash: colon < 0 ? value : value.slice(0, colon) };
+  const hash = colon < 0 ? value : value.slice(0, colon);
+  const stored = authnCacheStore(r, 'dbm', user, realm, hash);
+  const found: RealmHashResult = { status: AUTH_USER_FOUND, hash };
+  return stored === undefined ? found : stored.then(() => found);
+}
+
+/** ap_password_validate's answer as an authn status. */
+function validateHash(password: Uint8Array, hash: string): AuthnStatus | Promise<AuthnStatus> {
+  const ok = validatePassword(password, hash);
+  if (ok instanceof Promise) return ok.then((v) => (v ? AUTH_GRANTED : AUTH_DENIED));
+  return ok ? AUTH_GRANTED : AUTH_DENIED;
 }
 
 const dbmProvider: AuthnProvider = { checkPassword: checkDbmPassword, getRealmHash: getDbmRealmHash };
