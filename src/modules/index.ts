@@ -126,6 +126,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('rewrite_module', './mappers/mod_rewrite/index.js'),
   lazy('env_module', './metadata/mod_env.js'),
   lazy('cern_meta_module', './metadata/mod_cern_meta.js'),
+  lazy('mime_magic_module', './metadata/mod_mime_magic/index.js'),
   lazy('setenvif_module', './metadata/mod_setenvif.js'),
   lazy('expires_module', './metadata/mod_expires.js'),
   lazy('headers_module', './metadata/mod_headers.js'),
