@@ -136,6 +136,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('proxy_module', './proxy/mod_proxy/index.js'),
   lazy('proxy_http_module', './proxy/mod_proxy_http.js'),
   lazy('proxy_wstunnel_module', './proxy/mod_proxy_wstunnel.js'),
+  lazy('proxy_connect_module', './proxy/mod_proxy_connect.js'),
   lazy('proxy_fcgi_module', './proxy/mod_proxy_fcgi.js'),
   lazy('proxy_scgi_module', './proxy/mod_proxy_scgi.js'),
   lazy('proxy_uwsgi_module', './proxy/mod_proxy_uwsgi.js'),

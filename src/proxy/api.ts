@@ -530,6 +530,9 @@ export interface ProxyApi {
   /** ap_proxy_is_socket_connected: the pooled socket still up, with no unread data. */
   isSocketConnected(conn: ProxyConn): boolean;
 
+  /** ap_proxy_checkproxyblock2: OK, or 403 (logged AH00916) when a ProxyBlock name matches
+   *  `host` (the caller answers with proxyError). */
+  checkProxyBlock(r: Request, conf: ProxyServerConf, host: string): number;
   /** ap_proxyerror: sets the error note, logs AH00898 "<message> returned by <uri>" and returns
    *  `status` (the error page is the server's, with the proxy's reason). */
   proxyError(r: Request, status: number, message: string): number;

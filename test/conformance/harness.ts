@@ -904,7 +904,8 @@ function normResponse(raw: RawResponse, ctx: NormContext): RecordedResponse {
       const e = Date.parse(v);
       if (!Number.isNaN(d) && !Number.isNaN(e) && e >= d && e - d < 400 * 86400 * 1000) return [k, `<date>+${Math.round((e - d) / 1000)}s`];
     }
-    if (lk === 'server') return [k, '<server>'];
+    // mod_proxy_connect's "Proxy-agent" carries the banner, as Server does.
+    if (lk === 'server' || lk === 'proxy-agent') return [k, '<server>'];
     // Apache builds Allow from a hash table, so its order varies between runs: sort it.
     if (lk === 'allow') return [k, v.split(',').map((m) => m.trim()).filter((m) => m !== '').sort().join(',')];
     if (lk === 'etag') {

@@ -124,12 +124,17 @@ function determineConnection(r: Request, conf: ProxyServerConf, w: ProxyWorker, 
     bc.hostname = unbracket(w.hostname);
     bc.port = w.port;
   }
-  // ProxyBlock (ap_proxy_checkproxyblock2): a listed name found anywhere in the URL's host,
-  // or "*". DIFFERENCE: the IP-address comparison (names resolved at startup) is not made.
+  if (checkProxyBlock(r, conf, host) !== OK) return proxyError(r, 403, 'Connect to remote machine blocked');
+  return OK;
+}
+
+/** ProxyBlock (ap_proxy_checkproxyblock2): a listed name found anywhere in the host, or "*".
+ *  DIFFERENCE: the IP-address comparison (names resolved at startup) is not made. */
+function checkProxyBlock(r: Request, conf: ProxyServerConf, host: string): number {
   for (const name of conf.noproxies) {
     if (host.includes(name) || name.startsWith('*')) {
       r.log(MOD, APLOG_WARNING, `AH00916: connect to remote machine ${host} blocked: name ${name} matched`);
-      return proxyError(r, 403, 'Connect to remote machine blocked');
+      return 403;
     }
   }
   return OK;
@@ -229,6 +234,7 @@ export const api: ProxyApi = {
   reader: (c, r, t) => makeReader(c as BackendConn, t ?? backendTimeout(c.worker, r)),
   releaseConnection: (_fn, c) => release(c as BackendConn),
   isSocketConnected: (c) => (c as BackendConn).alive,
+  checkProxyBlock,
   proxyError,
   backendBroke,
   canonenc,
