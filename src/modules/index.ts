@@ -72,6 +72,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('cache_module', './cache/mod_cache/index.js'),
   lazy('cache_disk_module', './cache/mod_cache_disk.js'),
   lazy('cache_socache_module', './cache/mod_cache_socache.js'),
+  lazy('file_cache_module', './cache/mod_file_cache.js'),
   lazy('socache_shmcb_module', './cache/mod_socache_shmcb.js'),
   lazy('socache_dbm_module', './cache/mod_socache_dbm.js'),
   lazy('socache_memcache_module', './cache/mod_socache_memcache.js'),

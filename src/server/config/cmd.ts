@@ -122,11 +122,11 @@ export class CmdParms<SC = unknown, DC = unknown> {
 
   /** A message about the server being configured (httpd's ap_log_error with cmd->server):
    *  shown up to that server's LogLevel as set so far. */
-  log(module: string, level: number, message: string): void {
+  log(module: string, level: number, message: string, errno?: { readonly code: number; readonly text: string }): void {
     const s = this.server;
     const cfg = s.logLevel ?? (s.isVirtual ? this.ctx.mainServer.logLevel : undefined) ?? DEFAULT_LOG_LEVEL;
     if (level > levelFor(cfg, module)) return;
-    this.ctx.startupLog.write({ module, level, message });
+    this.ctx.startupLog.write(errno === undefined ? { module, level, message } : { module, level, message, errno });
   }
 
   /** A warning about the server being configured. */
