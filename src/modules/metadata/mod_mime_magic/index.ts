@@ -67,15 +67,17 @@ function setMagicFile(cmd: CmdParms<MagicServer, undefined>, arg: string): undef
 /** The tests each server uses, set by post_config (httpd's conf->magic). */
 let tables = new WeakMap<ServerRec, readonly MagicEntry[]>();
 
-/** magic_init + apprentice: each server's file, in order (a virtual host sharing the main
- *  server's configuration reads the same file again, as httpd does); the first file that
- *  cannot be read or has a bad line ends the loop, and the servers after it with a
- *  configuration of their own get no tests. */
+/** magic_init + apprentice: each server's file, in httpd's server-list order (a virtual host
+ *  sharing the main server's configuration reads the same file again, as httpd does); the
+ *  first file that cannot be read or has a bad line ends the loop (that server keeps the lines
+ *  it read), and the servers after it with a configuration of their own get no tests. */
 function magicInit(ctx: ConfigContext): undefined {
   tables = new WeakMap();
   const quiet = ctx.child === true;
   const main = ctx.mainServer;
-  const servers = [main, ...ctx.vhosts];
+  // httpd links each <VirtualHost> in right after the main server: its list, which this loop
+  // follows, has the virtual hosts last-defined first.
+  const servers = [main, ...[...ctx.vhosts].reverse()];
   const mainConf = self.server(main);
   const shared = (s: ServerRec): boolean => s !== main && self.server(s) === mainConf;
   let mainEntries: readonly MagicEntry[] | undefined;
