@@ -78,6 +78,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('socache_memcache_module', './cache/mod_socache_memcache.js'),
   lazy('socache_redis_module', './cache/mod_socache_redis.js'),
   lazy('slotmem_shm_module', './slotmem/mod_slotmem_shm.js'),
+  lazy('slotmem_plain_module', './slotmem/mod_slotmem_plain.js'),
   lazy('lbmethod_byrequests_module', './proxy/balancers/mod_lbmethod_byrequests.js'),
   lazy('lbmethod_bytraffic_module', './proxy/balancers/mod_lbmethod_bytraffic.js'),
   lazy('lbmethod_bybusyness_module', './proxy/balancers/mod_lbmethod_bybusyness.js'),
