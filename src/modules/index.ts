@@ -94,6 +94,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('deflate_module', './filters/mod_deflate.js'),
   lazy('brotli_module', './filters/mod_brotli.js'),
   lazy('substitute_module', './filters/mod_substitute.js'),
+  lazy('sed_module', './filters/mod_sed/mod_sed.js'),
   lazy('ext_filter_module', './filters/mod_ext_filter.js'),
   lazy('charset_lite_module', './filters/mod_charset_lite.js'),
   lazy('xml2enc_module', './filters/mod_xml2enc.js'),
