@@ -89,6 +89,8 @@ function magicInit(ctx: ConfigContext): undefined {
       continue;
     }
     if (conf.magicfile === undefined) continue;
+    // DIFFERENCE: httpd logs a virtual host's lines to that host's ErrorLog; plume writes them
+    // to the startup log (the main server's error log).
     const wants = !quiet && APLOG_ERR <= levelFor(s.logLevel, 'mime_magic');
     const file = ctx.serverRootRelative(conf.magicfile);
     let data: Buffer;
