@@ -17,6 +17,19 @@ export function defaultPort(r: Request): number {
   return httpScheme(r).toLowerCase() === 'https' ? 443 : 80;
 }
 
+/** ap_matches_request_vhost: whether host:port names this request's server: one of its
+ *  <VirtualHost> addresses (with its port, or any port for *), else its ServerName or a
+ *  ServerAlias on the server's own port (unset, 0, without a port in ServerName). */
+export function matchesRequestVhost(r: Request, host: string, port: number): boolean {
+  const s = r.server;
+  const h = host.toLowerCase();
+  for (const a of s.addrs) {
+    if ((a.port === 0 || a.port === port) && a.host.toLowerCase() === h) return true;
+  }
+  if (port !== s.port) return false;
+  return s.matchesName(h);
+}
+
 /** ap_get_server_name. */
 export function getServerName(r: Request): string {
   const ucn = coreDir(r)?.useCanonicalName ?? 'off';

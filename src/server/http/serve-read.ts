@@ -1,6 +1,7 @@
 // What follows the reading of a request's head, the same for an HTTP/1.x connection
 // (connection.ts) and an HTTP/2 stream (mod_http2's stream.ts): post_read_request, the checks
-// of ap_post_read_request (only http and https absolute URIs; the URL path decoded), then the
+// of ap_post_read_request (only http and https absolute URIs when no forward proxy took the
+// request; the URL path decoded), then the
 // request's phases or its error response; and the internal error of a step that threw.
 
 import type { Runtime } from '../runtime.js';
@@ -22,7 +23,9 @@ export function serveReadRequest(rt: Runtime, r: Request, scheme: string | undef
 
 function afterPostRead(rt: Runtime, r: Request, postRead: number, scheme: string | undefined): MaybePromise<void> {
   let st = postRead;
-  if (st === OK && scheme !== undefined && !isHttpScheme(scheme)) st = 400;
+  // Only http and https absolute URIs, unless a forward proxy took the request (proxy_detect
+  // at post_read_request): those go to the proxy's scheme handlers.
+  if (st === OK && scheme !== undefined && r.proxyreq === 0 && !isHttpScheme(scheme)) st = 400;
   if (st === OK) st = decodeRequestPath(r);
   if (st !== OK) {
     r.status = st;

@@ -274,6 +274,7 @@ function settingsFor(s: ServerRec): SessionSettings {
       pushDiarySize: c.pushDiarySize ?? DEF_PUSH_DIARY,
       modernTlsOnly: c.modernTlsOnly ?? true,
       webSockets: c.webSockets ?? false,
+      proxyRequests: c.proxyRequests ?? false,
       maxHeaderBlockLen: c.maxHeaderBlockLen ?? 0,
       maxStreamErrors: c.maxStreamErrors ?? 8,
     };

@@ -29,6 +29,8 @@ export interface SessionSettings {
   readonly modernTlsOnly: boolean;
   /** H2WebSockets: extended CONNECT (RFC 8441) is offered. */
   readonly webSockets: boolean;
+  /** H2ProxyRequests: requests carry absolute URLs for mod_proxy's forward proxy. */
+  readonly proxyRequests: boolean;
   /** H2MaxHeaderBlockLen: the largest response header block (0: Node's default). */
   readonly maxHeaderBlockLen: number;
   /** H2MaxStreamErrors: invalid frames tolerated before the session ends. */
@@ -96,6 +98,7 @@ export class H2Session implements StreamSession {
   readonly scheme: string;
   readonly maxMem: number;
   readonly webSockets: boolean;
+  readonly proxyRequests: boolean;
   readonly candidates: readonly ServerRec[];
   private readonly session: http2.ServerHttp2Session | null = null;
   /** Paths pushed on this connection (H2PushDiarySize: the oldest forgotten first). */
@@ -115,6 +118,7 @@ export class H2Session implements StreamSession {
     this.scheme = tls !== null ? 'https' : 'http';
     this.maxMem = settings.maxMem;
     this.webSockets = settings.webSockets;
+    this.proxyRequests = settings.proxyRequests;
     this.candidates = rt.vhosts.candidates(c1.localIp, c1.localPort);
     const h2s = serverFor(settings);
     let created: http2.ServerHttp2Session | null = null;

@@ -43,6 +43,8 @@ export interface StreamSession {
   readonly maxMem: number;
   /** H2WebSockets: an extended CONNECT for "websocket" is served as an Upgrade. */
   readonly webSockets: boolean;
+  /** H2ProxyRequests on the session's server. */
+  readonly proxyRequests: boolean;
   /** A response head is about to go out (server push looks at its Link fields). */
   responding(st: H2Stream, r: Request, fields: HeaderTable): void;
 }
@@ -431,6 +433,22 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
     r.method = 'CONNECT';
     r.uri = h.authority ?? '';
     st0 = 405;
+  } else if (session.proxyRequests) {
+    // H2ProxyRequests on (h2_request_create_rec): the request line carries the absolute URL
+    // made of :scheme, :authority and :path, which mod_proxy's forward proxy then takes as it
+    // takes an HTTP/1.1 request for an absolute URL. Without :scheme or :authority: 400.
+    if (h.scheme === undefined || h.authority === undefined) {
+      r.log('http2', APLOG_DEBUG, h.scheme === undefined
+        ? 'AH10468: H2ProxyRequests on, but request misses :scheme'
+        : 'AH10469: H2ProxyRequests on, but request misses :authority');
+      st0 = parseRequestLine(r, `${h.method} / HTTP/2.0`, strict, coreServer(s), target);
+      if (st0 === OK) st0 = 400;
+    } else {
+      st0 = parseRequestLine(r, `${h.method} ${h.scheme}://${h.authority}${h.path} HTTP/2.0`, strict, coreServer(s), target);
+    }
+  } else if (h.scheme !== undefined && h.authority !== undefined && !/^https?$/i.test(h.scheme)) {
+    // A :scheme other than the connection's kind: an absolute URL (httpd does the same).
+    st0 = parseRequestLine(r, `${h.method} ${h.scheme}://${h.authority}${h.path} HTTP/2.0`, strict, coreServer(s), target);
   } else {
     st0 = parseRequestLine(r, `${h.method} ${h.path} HTTP/2.0`, strict, coreServer(s), target);
   }

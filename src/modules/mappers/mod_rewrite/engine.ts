@@ -9,7 +9,7 @@ import type { Request } from '../../../server/request/request.js';
 import { APLOG_ERR } from '../../../server/log/levels.js';
 import { lstatSince, statSince } from '../../../server/request/stat-cache.js';
 import { coreServer } from '../../../server/core/core-module.js';
-import { getServerName, getServerPort, httpScheme } from '../../../server/core/server-name.js';
+import { getServerName, getServerPort, httpScheme, matchesRequestVhost } from '../../../server/core/server-name.js';
 import { serverBanner } from '../../../server/version.js';
 import { globals } from '../../../server/core/globals.js';
 import { uidName, gidName } from '../../aaa/unix-names.js';
@@ -535,16 +535,6 @@ function splitoutQueryargs(r: Request, flags: number): void {
   }
 }
 
-/** ap_matches_request_vhost: whether host:port names this request's server. */
-function matchesRequestVhost(r: Request, host: string, port: number): boolean {
-  const s = r.server;
-  const h = host.toLowerCase();
-  for (const a of s.addrs) {
-    if ((a.port === 0 || a.port === port) && a.host.toLowerCase() === h) return true;
-  }
-  if (port !== s.port) return false;
-  return s.matchesName(h);
-}
 
 /** reduce_uri: strips http[s]://ourhost[:port] from r.filename. */
 function reduceUri(r: Request, legacyPrefixDocroot: boolean): void {

@@ -17,6 +17,7 @@ import { APLOG_DEBUG, APLOG_ERR, APLOG_INFO, APLOG_TRACE1, APLOG_WARNING } from 
 import { coreDir, coreServer } from '../../../server/core/config.js';
 import { serverBase, sectionsWalk } from '../../../server/request/walk.js';
 import { globals } from '../../../server/core/globals.js';
+import { httpScheme, matchesRequestVhost } from '../../../server/core/server-name.js';
 import { EOS, type Brigade } from '../../../server/filters.js';
 import { sendHttpTrace } from '../../../server/http/http-core.js';
 import { noMethodsAllow } from '../../../server/core/core-hooks.js';
@@ -247,13 +248,6 @@ export const api: ProxyApi = {
 };
 
 // ---- hooks ------------------------------------------------------------------------------------
-function matchesVhost(r: Request, host: string, port: number): boolean {
-  const s = r.server;
-  const h = host.toLowerCase();
-  const named = (s.serverHostname?.toLowerCase() === h) || s.names.includes(h) || s.wildNames.some((re) => re.test(h));
-  const sp = s.port || r.connection.localPort;
-  return named && port === sp;
-}
 
 /** proxy_detect (ProxyRequests On): an absolute URI not for this server is a proxy request. */
 function proxyDetect(r: Request): number {
@@ -261,10 +255,12 @@ function proxyDetect(r: Request): number {
   if (conf.req !== true) return DECLINED;
   const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(\[[^\]]*\]|[^/:?#]*)(?::(\d*))?/.exec(r.unparsedUri);
   if (m !== null) {
+    // httpd's test: no host, another scheme than this server's (ap_http_scheme), or a host
+    // and port (the scheme's default without one) that do not name this server.
     const scheme = m[1]!.toLowerCase();
     const port = m[3] !== undefined && m[3] !== '' ? Number(m[3]) : portOfScheme(scheme);
-    const own = r.connection.localPort === 443 ? 'https' : 'http';
-    if (m[2] === '' || scheme !== own || !matchesVhost(r, m[2]!, port)) {
+    const host = m[2]!.startsWith('[') ? m[2]!.slice(1, -1) : m[2]!;
+    if (host === '' || scheme !== httpScheme(r).toLowerCase() || !matchesRequestVhost(r, host, port)) {
       r.proxyreq = PROXYREQ_PROXY;
       r.uri = r.unparsedUri;
       r.filename = 'proxy:' + r.uri;
