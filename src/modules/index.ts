@@ -86,6 +86,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('buffer_module', './filters/mod_buffer.js'),
   lazy('data_module', './filters/mod_data.js'),
   lazy('ratelimit_module', './filters/mod_ratelimit.js'),
+  lazy('dialup_module', './test/mod_dialup.js'),
   lazy('proxy_balancer_module', './proxy/mod_proxy_balancer/index.js'),
   lazy('reqtimeout_module', './filters/mod_reqtimeout.js'),
   lazy('ssl_module', './ssl/mod_ssl/index.js'),
