@@ -115,6 +115,7 @@ const ERRNO: Record<string, [number, string]> = {
   ETIMEDOUT: [110, 'Connection timed out'],
   EINVAL: [22, 'Invalid argument'],
   ENOSPC: [28, 'No space left on device'],
+  ENOMEM: [12, 'Cannot allocate memory'],
   // getaddrinfo's failures as Node names them (dns.lookup), in APR's EAI space: glibc's
   // EAI_NONAME -2, EAI_AGAIN -3, EAI_FAIL -4, EAI_NODATA -5.
   ENOTFOUND: [APR_OS_START_EAIERR + 2, 'Name or service not known'],

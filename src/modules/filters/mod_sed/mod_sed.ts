@@ -97,10 +97,12 @@ function takeOutput(st: SedState, into: Bucket[], all: boolean): void {
   }
 }
 
-function evalError(r: Request, e: unknown, ah: string): FilterError {
+/** The failure of an evaluation: logged with its status; the output side fails the response
+ *  (500), the input side fails the read, which its reader maps to 400 (ap_map_http_request_error). */
+function evalError(r: Request, e: unknown, ah: string, status: number): FilterError {
   if (!(e instanceof SedEvalError)) throw e;
   r.log('sed', APLOG_ERR, ah, ERRNO[e.code]);
-  return new FilterError(500, ah, e.code);
+  return new FilterError(status, ah, e.code);
 }
 
 const SED_OUT: FilterSpec<SedState> = {
@@ -151,7 +153,7 @@ const SED_OUT: FilterSpec<SedState> = {
         }, fileReadSize(r));
       } catch (e) {
         ev.close();
-        throw evalError(r, e, 'AH10394: error evaluating sed on output');
+        throw evalError(r, e, 'AH10394: error evaluating sed on output', 500);
       }
     }
     takeOutput(st, pass, true);
@@ -181,7 +183,7 @@ const SED_IN: InputFilterSpec<SedInState> = {
         return f.readNext();
       }
       const ev = newEval(r, script, st);
-      if (ev === undefined) throw new FilterError(500, 'sed init', 'APR_EGENERAL');
+      if (ev === undefined) throw new FilterError(400, 'sed init', 'APR_EGENERAL');
       st.eval = ev;
     }
     const ev = st.eval;
@@ -196,7 +198,7 @@ const SED_IN: InputFilterSpec<SedInState> = {
           ev.evalBuffer(data.toString('latin1'));
         } catch (e) {
           ev.close();
-          throw evalError(r, e, 'AH10395: error evaluating sed on input');
+          throw evalError(r, e, 'AH10395: error evaluating sed on input', 400);
         }
       }
       if (st.outLen) {
