@@ -19,7 +19,7 @@ import * as path from 'node:path';
 import { spawn } from 'node:child_process';
 import {
   defineModule, directive, MODULE_API_VERSION, RSRC_CONF, HOOK_MIDDLE, DECLINED, OK,
-  DIR_MAGIC_TYPE,
+  DIR_MAGIC_TYPE, type MaybePromise,
 } from '../../../server/module.js';
 import type { CmdParms } from '../../../server/config/cmd.js';
 import type { ConfigContext } from '../../../server/config/context.js';
@@ -205,7 +205,8 @@ async function tryit(table: readonly MagicEntry[], filename: string, buf: Uint8A
 }
 
 /** magic_process(): fragments (httpd's RSL without its final newline) or a status. */
-async function lookAt(r: Request, table: readonly MagicEntry[]): Promise<Look | number> {
+/** What is known without reading the file (fsmagic), or the look kept for this version. */
+function quickLook(r: Request, table: readonly MagicEntry[]): Look | undefined {
   const st = r.finfo!;
   const base = { table, dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
   if (st.isDirectory()) return { ...base, frags: [DIR_MAGIC_TYPE], encoding: undefined, logs: [] };
@@ -214,6 +215,12 @@ async function lookAt(r: Request, table: readonly MagicEntry[]): Promise<Look | 
   const hit = looks.get(r.filename);
   if (hit !== undefined && hit.table === table && hit.dev === st.dev && hit.ino === st.ino && hit.size === st.size
     && hit.mtimeMs === st.mtimeMs && hit.ctimeMs === st.ctimeMs) return hit;
+  return undefined;
+}
+
+async function lookAt(r: Request, table: readonly MagicEntry[]): Promise<Look | number> {
+  const st = r.finfo!;
+  const base = { table, dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
   let fd: number;
   try {
     fd = fs.openSync(r.filename, 'r');
@@ -241,15 +248,18 @@ async function lookAt(r: Request, table: readonly MagicEntry[]): Promise<Look | 
   return look;
 }
 
-/** revision_suffix(): NAME@DIGITS typed as NAME. */
-async function revisionSuffix(r: Request): Promise<boolean> {
-  const fn = r.filename;
+/** Where NAME@DIGITS's '@' is, or -1. */
+function revisionAt(fn: string): number {
   let pos = fn.length - 1;
   const digit = (i: number): boolean => fn.charCodeAt(i) >= 48 && fn.charCodeAt(i) <= 57;
-  if (pos < 0 || !digit(pos)) return false;
+  if (pos < 0 || !digit(pos)) return -1;
   while (pos >= 0 && digit(pos)) pos--;
-  if (pos < 0 || fn[pos] !== '@') return false;
-  const sub = await r.rt.lookupFile(r, fn.slice(0, pos));
+  return pos < 0 || fn[pos] !== '@' ? -1 : pos;
+}
+
+/** revision_suffix(): NAME@DIGITS typed as NAME. */
+async function revisionSuffix(r: Request, pos: number): Promise<boolean> {
+  const sub = await r.rt.lookupFile(r, r.filename.slice(0, pos));
   if (sub.contentType === undefined) return false;
   r.contentType = sub.contentType;
   if (sub.contentEncoding !== undefined) r.contentEncoding = sub.contentEncoding;
@@ -263,15 +273,26 @@ function contentTypeToLower(t: string): string {
   return semi < 0 ? t.toLowerCase() : t.slice(0, semi).toLowerCase() + t.slice(semi);
 }
 
-/** magic_find_ct (type_checker, after mod_mime). */
-async function magicFindCt(r: Request): Promise<number> {
+/** magic_find_ct (type_checker, after mod_mime); synchronous unless the file must be read
+ *  or a revision suffix looked up. */
+function magicFindCt(r: Request): MaybePromise<number> {
   if (r.finfo === null || r.filename === '') return DECLINED;
   if (r.contentType !== undefined) return DECLINED;
   const table = tables.get(r.server);
   if (table === undefined) return DECLINED;
-  if (await revisionSuffix(r)) return DECLINED;
-  const look = await lookAt(r, table);
-  if (typeof look === 'number') return look;
+  const at = revisionAt(r.filename);
+  if (at >= 0) return revisionSuffix(r, at).then((typed) => (typed ? DECLINED : magicProcess(r, table)));
+  return magicProcess(r, table);
+}
+
+function magicProcess(r: Request, table: readonly MagicEntry[]): MaybePromise<number> {
+  const quick = quickLook(r, table);
+  if (quick !== undefined) return apply(r, quick);
+  return lookAt(r, table).then((look) => (typeof look === 'number' ? look : apply(r, look)));
+}
+
+/** magic_rsl_to_request, with the look's log lines. */
+function apply(r: Request, look: Look): number {
   for (const line of look.logs) {
     if (typeof line === 'string') r.log('mime_magic', APLOG_ERR, line);
     else if ('raw' in line) r.rt.mainServer.errorLog.sink.write(line.raw);
