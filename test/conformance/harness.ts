@@ -19,6 +19,7 @@ import * as path from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startFcgiEcho, startHttpScript, startPhpFpm, startScgi, startUwsgi, type Backend } from '../process/app-backends.js';
+import { startPostgres } from '../process/postgres-server.js';
 
 // ---------------------------------------------------------------------------
 // Locations
@@ -148,12 +149,14 @@ export interface CaseSpec {
    * An application server started for the case (test/process/app-backends.ts): the FastCGI
    * echo responder, the SCGI server or the uwsgi application on @PORT2@; "fcgi-echo-unix" on
    * the unix socket @ROOT@/backend.sock; "php-fpm" a pool on @PORT2@ and @ROOT@/php-fpm.sock;
-   * "http" the scripted HTTP/1.1 backend of test/fixtures/proxy-http on @PORT2@.
+   * "http" the scripted HTTP/1.1 backend of test/fixtures/proxy-http on @PORT2@; "postgres" a
+   * PostgreSQL server (test/process/postgres-server.ts) on 127.0.0.1:@PORT2@ with its socket
+   * in @ROOT@/pg, superuser "postgres" (trust), after the case's file `setup.sql` ran in it.
    */
   backend?: CaseBackend;
 }
 
-export type CaseBackend = 'fcgi-echo' | 'fcgi-echo-unix' | 'scgi' | 'uwsgi' | 'php-fpm' | 'http';
+export type CaseBackend = 'fcgi-echo' | 'fcgi-echo-unix' | 'scgi' | 'uwsgi' | 'php-fpm' | 'http' | 'postgres';
 
 export interface SpecOverride {
   reason: string;
@@ -304,7 +307,7 @@ function validateCase(id: string, v: unknown): CaseSpec {
     }
   }
   if (o.files !== undefined && (typeof o.files !== 'object' || o.files === null)) fail('files must be an object');
-  if (o.backend !== undefined && !['fcgi-echo', 'fcgi-echo-unix', 'scgi', 'uwsgi', 'php-fpm', 'http'].includes(o.backend as string)) fail(`unknown backend ${String(o.backend)}`);
+  if (o.backend !== undefined && !['fcgi-echo', 'fcgi-echo-unix', 'scgi', 'uwsgi', 'php-fpm', 'http', 'postgres'].includes(o.backend as string)) fail(`unknown backend ${String(o.backend)}`);
   return o as unknown as CaseSpec;
 }
 
@@ -558,6 +561,11 @@ function startCaseBackend(kind: CaseBackend, root: string, port: number): Promis
     case 'uwsgi': return startUwsgi(root, port);
     case 'php-fpm': return startPhpFpm(path.join(root, 'php-fpm'), port, path.join(root, 'php-fpm.sock'));
     case 'http': return startHttpScript(root, port);
+    case 'postgres': {
+      const setup = path.join(root, 'setup.sql');
+      return startPostgres(path.join(root, 'pg'), port, fs.existsSync(setup) ? fs.readFileSync(setup, 'utf8') : undefined)
+        .then((pg) => ({ pid: pg.pid, output: pg.output, stop: pg.stop }));
+    }
   }
 }
 
