@@ -11,6 +11,7 @@ import { NOT_IN_HTACCESS, type CmdParms } from '../../server/config/cmd.js';
 import type { Request } from '../../server/request/request.js';
 import { APLOG_ERR } from '../../server/log/levels.js';
 import { validatePassword } from '../../lib/passwords/index.js';
+import { authnCacheStore } from '../../server/authn-cache.js';
 import { DbdError, type DbdApi, type DbdResults } from '../database/dbd-api.js';
 import {
   AUTH_DENIED, AUTH_GENERAL_ERROR, AUTH_GRANTED, AUTH_USER_FOUND, AUTH_USER_NOT_FOUND,
@@ -104,6 +105,8 @@ async function checkPassword(r: Request, user: string, password: Uint8Array): Pr
   const conf = self.dir(r) ?? createDirConfig();
   const found = await lookup(r, conf.user, [user], user, ['AH01653', 'AH01654', 'AH01655', 'AH01656'], 'AuthDBDUserPWQuery');
   if (found.status !== AUTH_USER_FOUND) return found.status;
+  // AUTHN_CACHE_STORE: mod_authn_socache keeps the hash when it caches "dbd".
+  await authnCacheStore(r, 'dbd', user, undefined, found.value);
   const ok = await validatePassword(password, found.value);
   return ok ? AUTH_GRANTED : AUTH_DENIED;
 }
@@ -112,6 +115,7 @@ async function getRealmHash(r: Request, user: string, realm: string): Promise<Re
   const conf = self.dir(r) ?? createDirConfig();
   const found = await lookup(r, conf.realm, [user, realm], `${user}:${realm}`, ['AH01658', 'AH01659', 'AH01660', 'AH01661'], 'AuthDBDUserRealmQuery');
   if (found.status !== AUTH_USER_FOUND) return { status: found.status };
+  await authnCacheStore(r, 'dbd', user, realm, found.value);
   return { status: AUTH_USER_FOUND, hash: found.value };
 }
 
