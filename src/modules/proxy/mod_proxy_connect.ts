@@ -232,8 +232,9 @@ async function handle(r: Request, _worker: unknown, conf: ProxyServerConf, url: 
   if (r.wantsLog(MOD, APLOG_TRACE3)) r.log(MOD, APLOG_TRACE3, `connection complete to ${peer} (${connectName})`);
   r.notes.set('proxy-source-port', String(sock.localPort ?? 0));
   const detach = r.connection.detach;
-  if (detach === undefined) {
-    // A connection that cannot give its byte stream away (an HTTP/2 stream).
+  // DIFFERENCE: an HTTP/2 stream is not tunnelled (httpd's mod_http2 turns the raw 200 line
+  // into the stream's response; plume's stream gives only DATA frames): 500 with AH10208.
+  if (detach === undefined || r.protocol.startsWith('HTTP/2')) {
     r.log(MOD, APLOG_ERR, `AH10208: can't create tunnel for ${peer} (${connectName})`);
     sock.destroy();
     return 500;
