@@ -281,3 +281,16 @@ test('fuzz (bounded): the compiler never throws and always ends; scripts that co
     }
   }
 });
+
+test('output buffering: 8000-byte buffers, a FLUSH after every 50, the rest held until the call ends', async () => {
+  const { takeOutput } = await import('../../../src/modules/filters/mod_sed/mod_sed.js');
+  const st = { eval: undefined, out: ['x'.repeat(8000 * 60 + 10)], outLen: 8000 * 60 + 10, buffers: 0 };
+  const into: import('../../../src/server/filters.js').Bucket[] = [];
+  takeOutput(st, into, false);
+  assert.deepEqual(into.map((b) => (b.kind === 'data' ? b.data.length : b.kind)), [400000, 'flush', 80000]);
+  assert.equal(st.buffers, 10);
+  assert.equal(st.outLen, 10, 'a part buffer waits');
+  takeOutput(st, into, true);
+  assert.deepEqual(into.map((b) => (b.kind === 'data' ? b.data.length : b.kind)), [400000, 'flush', 80000, 10]);
+  assert.equal(st.outLen, 0);
+});

@@ -50,7 +50,7 @@ const ERRNO = {
 /** Evaluations with w files open, closed when the request is logged at the latest. */
 const open = new WeakMap<Request, SedEval[]>();
 
-interface SedState {
+export interface SedState {
   eval: SedEval | undefined;
   /** Output not yet made into buffers, and how many full buffers went since the last FLUSH. */
   out: string[];
@@ -73,7 +73,7 @@ function newEval(r: Request, script: SedScript, st: SedState): SedEval | undefin
 }
 
 /** What was written so far as data buckets; a FLUSH after every 50 full buffers. */
-function takeOutput(st: SedState, into: Bucket[], all: boolean): void {
+export function takeOutput(st: SedState, into: Bucket[], all: boolean): void {
   if (st.outLen === 0) return;
   let data = st.out.join('');
   st.out = [];
