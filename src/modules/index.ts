@@ -62,6 +62,8 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('authz_dbm_module', './aaa/mod_authz_dbm.js'),
   lazy('authz_dbd_module', './aaa/mod_authz_dbd.js'),
   lazy('authz_owner_module', './aaa/mod_authz_owner.js'),
+  lazy('ldap_module', './ldap/mod_ldap.js'),
+  lazy('authnz_ldap_module', './aaa/mod_authnz_ldap.js'),
   lazy('authz_core_module', './aaa/mod_authz_core.js'),
   lazy('access_compat_module', './aaa/mod_access_compat.js'),
   lazy('allowmethods_module', './aaa/mod_allowmethods.js'),

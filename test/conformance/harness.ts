@@ -20,6 +20,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startFcgiEcho, startHttpScript, startPhpFpm, startScgi, startUwsgi, type Backend } from '../process/app-backends.js';
 import { startPostgres } from '../process/postgres-server.js';
+import { startSlapd } from '../process/ldap-server.js';
 
 // ---------------------------------------------------------------------------
 // Locations
@@ -151,12 +152,13 @@ export interface CaseSpec {
    * the unix socket @ROOT@/backend.sock; "php-fpm" a pool on @PORT2@ and @ROOT@/php-fpm.sock;
    * "http" the scripted HTTP/1.1 backend of test/fixtures/proxy-http on @PORT2@; "postgres" a
    * PostgreSQL server (test/process/postgres-server.ts) on 127.0.0.1:@PORT2@ with its socket
-   * in @ROOT@/pg, superuser "postgres" (trust), after the case's file `setup.sql` ran in it.
+   * in @ROOT@/pg, superuser "postgres" (trust), after the case's file `setup.sql` ran in it; "slapd" Debian's OpenLDAP server
+   * with test/fixtures/ldap/base.ldif on @PORT2@ (test/process/ldap-server.ts).
    */
   backend?: CaseBackend;
 }
 
-export type CaseBackend = 'fcgi-echo' | 'fcgi-echo-unix' | 'scgi' | 'uwsgi' | 'php-fpm' | 'http' | 'postgres';
+export type CaseBackend = 'fcgi-echo' | 'fcgi-echo-unix' | 'scgi' | 'uwsgi' | 'php-fpm' | 'http' | 'postgres' | 'slapd';
 
 export interface SpecOverride {
   reason: string;
@@ -307,7 +309,7 @@ function validateCase(id: string, v: unknown): CaseSpec {
     }
   }
   if (o.files !== undefined && (typeof o.files !== 'object' || o.files === null)) fail('files must be an object');
-  if (o.backend !== undefined && !['fcgi-echo', 'fcgi-echo-unix', 'scgi', 'uwsgi', 'php-fpm', 'http', 'postgres'].includes(o.backend as string)) fail(`unknown backend ${String(o.backend)}`);
+  if (o.backend !== undefined && !['fcgi-echo', 'fcgi-echo-unix', 'scgi', 'uwsgi', 'php-fpm', 'http', 'postgres', 'slapd'].includes(o.backend as string)) fail(`unknown backend ${String(o.backend)}`);
   return o as unknown as CaseSpec;
 }
 
@@ -566,6 +568,7 @@ function startCaseBackend(kind: CaseBackend, root: string, port: number): Promis
       return startPostgres(path.join(root, 'pg'), port, fs.existsSync(setup) ? fs.readFileSync(setup, 'utf8') : undefined)
         .then((pg) => ({ pid: pg.pid, output: pg.output, stop: pg.stop }));
     }
+    case 'slapd': return startSlapd(path.join(root, 'slapd'), port);
   }
 }
 
