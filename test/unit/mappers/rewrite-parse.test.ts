@@ -93,11 +93,21 @@ test('escaping: [B] variants, absolute URIs, schemes', () => {
 
 test('RewriteMap specs', () => {
   const rel = (p: string): string => (p.startsWith('/') ? p : '/srv/' + p);
-  assert.equal(parseMap('m', 'int:capitalize', undefined, 0, rel), 'RewriteMap: internal map not found:capitalize');
-  assert.equal(parseMap('m', 'dbm=foo:/x', undefined, 0, rel), 'RewriteMap: dbm type foo is invalid');
-  assert.equal(parseMap('m', 'dbm/x', undefined, 0, rel), 'RewriteMap: bad map:dbm/x');
-  assert.equal(parseMap('m', 'txt:/nonexistent/x', undefined, 0, rel), 'RewriteMap: file for map m not found:/nonexistent/x');
-  assert.equal(parseMap('m', 'dbd:SELECT 1', undefined, 0, rel), 'RewriteMap types dbd and fastdbd require mod_dbd!');
+  const noDbd = (): boolean => false;
+  assert.equal(parseMap('m', 'int:capitalize', undefined, 0, rel, noDbd), 'RewriteMap: internal map not found:capitalize');
+  assert.equal(parseMap('m', 'dbm=foo:/x', undefined, 0, rel, noDbd), 'RewriteMap: dbm type foo is invalid');
+  assert.equal(parseMap('m', 'dbm/x', undefined, 0, rel, noDbd), 'RewriteMap: bad map:dbm/x');
+  assert.equal(parseMap('m', 'txt:/nonexistent/x', undefined, 0, rel, noDbd), 'RewriteMap: file for map m not found:/nonexistent/x');
+  assert.equal(parseMap('m', 'dbd:SELECT 1', undefined, 0, rel, noDbd), 'RewriteMap types dbd and fastdbd require mod_dbd!');
+  // With mod_dbd the statement is prepared under the map's name; fastdbd: is the cached kind.
+  const prepared: [string, string][] = [];
+  const dbd = (query: string, label: string): boolean => { prepared.push([query, label]); return true; };
+  const plain = parseMap('users', 'dbd:SELECT home FROM u WHERE name = %s', undefined, 0, rel, dbd);
+  const fast = parseMap('hosts', 'FastDBD:SELECT h FROM v WHERE k = %s', undefined, 0, rel, dbd);
+  assert.ok(typeof plain !== 'string' && typeof fast !== 'string');
+  assert.equal(plain.type, 'dbd');
+  assert.equal(fast.type, 'fastdbd');
+  assert.deepEqual(prepared, [['SELECT home FROM u WHERE name = %s', 'users'], ['SELECT h FROM v WHERE k = %s', 'hosts']]);
   assert.deepEqual(tokenizeArgv('/bin/x "a b" c\\ d'), ['/bin/x', 'a b', 'c d']);
 });
 

@@ -177,7 +177,12 @@ function cmdRule(cmd: Cmd, raw: string): string | undefined {
 }
 
 function cmdMap(cmd: Cmd, name: string, spec: string, a3: string | undefined): string | undefined {
-  const m = parseMap(name, spec, a3, cmd.server.id, (p) => cmd.serverRootRelative(p));
+  const m = parseMap(name, spec, a3, cmd.server.id, (p) => cmd.serverRootRelative(p), (query, label) => {
+    const dbd = cmd.ctx.provider('dbd', 'dbd');
+    if (dbd === undefined) return false;
+    dbd.prepare(cmd.server, query, label);
+    return true;
+  });
   if (typeof m === 'string') return m;
   cmd.srv.maps.set(name, m);
   return undefined;

@@ -1,5 +1,7 @@
 // RewriteMap (modules/mappers/mod_rewrite.c cmd_rewritemap, lookup_map): txt, rnd, dbm (SDBM),
-// int (toupper, tolower, escape, unescape) and prg. txt/rnd/dbm answers are cached per map
+// int (toupper, tolower, escape, unescape), prg, and dbd/fastdbd (an SQL statement prepared
+// through mod_dbd's provider under the map's name; fastdbd caches answers for the process's
+// life, as httpd's per-child cache with mtime 0). txt/rnd/dbm answers are cached per map
 // and dropped when the map file's mtime changes, as httpd's per-child cache does. A prg map is
 // one long-running program per server and serving process, asked one key per line under a
 // lock (one question at a time, as httpd's rewrite-map mutex), restarted if it dies.
@@ -16,7 +18,10 @@ import { unescapeUrl } from '../../../lib/urlencoded.js';
 import { escapeUri } from './uri.js';
 import { L, rewritelog, traceOn } from './log.js';
 
-export type MapType = 'txt' | 'rnd' | 'dbm' | 'prg' | 'int';
+export type MapType = 'txt' | 'rnd' | 'dbm' | 'prg' | 'int' | 'dbd' | 'fastdbd';
+
+/** ap_dbd_prepare through mod_dbd's provider: false when mod_dbd is not loaded. */
+export type PrepareDbd = (query: string, label: string) => boolean;
 
 export interface RewriteMapEntry {
   readonly name: string;
@@ -45,7 +50,7 @@ export const INTERNAL_MAPS = new Map<string, (key: string) => string>([
 ]);
 
 /** cmd_rewritemap: the map entry or httpd's error text. */
-export function parseMap(name: string, spec: string, a3: string | undefined, serverId: number, rootRelative: (p: string) => string): RewriteMapEntry | string {
+export function parseMap(name: string, spec: string, a3: string | undefined, serverId: number, rootRelative: (p: string) => string, prepareDbd: PrepareDbd): RewriteMapEntry | string {
   const lower = spec.toLowerCase();
   const cachename = `${serverId}:${name}`;
   const base = { name, dbmtype: 'default', checkfile2: undefined, func: undefined, argv: [], user: undefined, group: undefined, cachename };
@@ -68,7 +73,10 @@ export function parseMap(name: string, spec: string, a3: string | undefined, ser
     if (!known.includes(dbmtype.toLowerCase())) return `RewriteMap: dbm type ${dbmtype} is invalid`;
     entry = { ...base, type: 'dbm', dbmtype, datafile, checkfile: datafile + DIRFEXT, checkfile2: datafile + PAGFEXT };
   } else if (lower.startsWith('dbd:') || lower.startsWith('fastdbd:')) {
-    return 'RewriteMap types dbd and fastdbd require mod_dbd!';
+    // The statement's label is the map's name; its one parameter is the key.
+    const fast = lower.startsWith('fastdbd:');
+    if (!prepareDbd(spec.slice(fast ? 8 : 4), name)) return 'RewriteMap types dbd and fastdbd require mod_dbd!';
+    return { ...base, type: fast ? 'fastdbd' : 'dbd', datafile: '', checkfile: '' };
   } else if (lower.startsWith('prg:')) {
     const argv = tokenizeArgv(spec.slice(4));
     const prog = rootRelative(argv[0] ?? '');
@@ -243,6 +251,33 @@ export function lookupMap(r: Request, maps: ReadonlyMap<string, RewriteMapEntry>
       if (traceOn(r, 5)) rewritelog(r, 5, undefined, L.mapOkInt, `map lookup OK: map=${name} key=${shown} -> val=${value}`);
       return value;
     }
+    case 'dbd':
+      return lookupDbd(r, name, key).then((value) => {
+        if (value === undefined) {
+          if (traceOn(r, 5)) rewritelog(r, 5, undefined, L.mapFailedSql, `SQL map lookup FAILED: map ${name} key=${key}`);
+        } else if (traceOn(r, 5)) {
+          rewritelog(r, 5, undefined, L.mapOkSql, `SQL map lookup OK: map ${name} key=${key}, val=${value}`);
+        }
+        return value;
+      });
+    case 'fastdbd': {
+      const cached = getCached(s.cachename, 0, key);
+      if (cached !== undefined) {
+        if (traceOn(r, 5)) rewritelog(r, 5, undefined, L.cacheOkSql, `cache lookup OK: map=${name}[SQL] key=${key}, val=${cached}`);
+        return cached !== '' ? cached : undefined;
+      }
+      if (traceOn(r, 6)) rewritelog(r, 6, undefined, L.cacheFailedSql, 'cache lookup FAILED, forcing new map lookup');
+      return lookupDbd(r, name, key).then((value) => {
+        if (value === undefined) {
+          if (traceOn(r, 5)) rewritelog(r, 5, undefined, L.mapFailedSqlCached, `SQL map lookup FAILED: map ${name} key=${key}`);
+          setCached(s.cachename, 0, key, '');
+          return undefined;
+        }
+        if (traceOn(r, 5)) rewritelog(r, 5, undefined, L.mapOkSqlCached, `SQL map lookup OK: map ${name} key=${key}, val=${value}`);
+        setCached(s.cachename, 0, key, value);
+        return value;
+      });
+    }
     case 'prg':
       return programFor(s).ask(key).then((value) => {
         if (value === undefined) {
@@ -253,6 +288,35 @@ export function lookupMap(r: Request, maps: ReadonlyMap<string, RewriteMapEntry>
         return value;
       });
   }
+}
+
+// ---- dbd: maps ---------------------------------------------------------------------------------
+/** lookup_map_dbd: the first column of the statement's rows for `key` on the request's
+ *  connection (one row's value; among several, one chosen at random as httpd's loop does). */
+async function lookupDbd(r: Request, label: string, key: string): Promise<string | undefined> {
+  const api = r.rt.ctx.provider('dbd', 'dbd');
+  const db = api === undefined ? null : await api.acquire(r);
+  if (db === null) {
+    r.log('rewrite', APLOG_ERR, 'AH02963: rewritemap: No db handle available! Check your database access');
+    return undefined;
+  }
+  let rows: readonly (readonly string[])[];
+  try {
+    // Sequential access (apr_dbd_pvselect with random 0): an error the server reports while
+    // running the statement reads as no rows, as with apr_dbd_pgsql.
+    rows = (await db.pselect(label, [key], false)).rows;
+  } catch (e) {
+    r.log('rewrite', APLOG_ERR, `AH00657: rewritemap: error ${e instanceof Error ? e.message : db.error()} querying for ${key}`);
+    return undefined;
+  }
+  let value: string | undefined;
+  let n = 0;
+  for (const row of rows) {
+    ++n;
+    if (value === undefined || Math.random() < 1 / n) value = row[0] ?? '';
+  }
+  if (n > 1 && traceOn(r, 3)) rewritelog(r, 3, undefined, L.multipleSql, `Multiple values found for ${key}`);
+  return value;
 }
 
 // ---- prg: maps ---------------------------------------------------------------------------------
