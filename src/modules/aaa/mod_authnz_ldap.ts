@@ -7,7 +7,7 @@
 // specific section using these directives wins whole, as in httpd.
 
 import * as fs from 'node:fs';
-import { execFileSync } from 'node:child_process';
+import { execLineArg } from '../../server/config/exec-line.js';
 import iconv from 'iconv-lite';
 import {
   MODULE_API_VERSION, OR_AUTHCFG, RSRC_CONF, defineModule, directive, type ProviderDecl,
@@ -185,19 +185,8 @@ function setBindPattern(cmd: Cmd, exp: string, subst: string): string | undefine
 }
 
 function setBindPassword(cmd: Cmd, arg: string): string | undefined {
-  let pw = arg;
-  if (arg.length > 5 && arg.startsWith('exec:')) {
-    const argv = splitWords(arg.slice(5));
-    if (argv.length === 0) return `Unable to parse exec arguments from ${arg.slice(5)}`;
-    const prog = cmd.serverRootRelative(argv[0]!);
-    try {
-      // ap_get_exec_line: the first line the program prints.
-      const out = execFileSync(prog, argv.slice(1), { encoding: 'latin1', stdio: ['ignore', 'pipe', 'ignore'] });
-      pw = out.split('\n')[0]!;
-    } catch {
-      return `Unable to get bind password from exec of ${arg.slice(5)}`;
-    }
-  }
+  const pw = execLineArg(arg, (p) => cmd.serverRootRelative(p));
+  if (typeof pw !== 'string') return pw.error;
   cmd.dir.bindpw = pw;
   if (pw === '') return 'Empty passwords are invalid for AuthLDAPBindPassword';
   return undefined;

@@ -14,7 +14,7 @@
 //  - A session that does not decrypt is no session (mod_session starts an empty one).
 
 import { createCipheriv, createDecipheriv, createHash, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
+import { execLineArg } from '../../server/config/exec-line.js';
 import * as fs from 'node:fs';
 import {
   ACCESS_CONF, MODULE_API_VERSION, OK, OR_AUTHCFG, RSRC_CONF, defineModule, directive,
@@ -175,18 +175,8 @@ const codec: SessionCodec = {
 type Cmd = CmdParms<CryptoServer, CryptoDir>;
 
 function addPassphrase(cmd: Cmd, arg: string): string | undefined {
-  let value = arg;
-  if (arg.length > 5 && arg.startsWith('exec:')) {
-    const argv = splitWords(arg.slice(5));
-    if (argv.length === 0) return `Unable to parse exec arguments from ${arg.slice(5)}`;
-    const prog = cmd.serverRootRelative(argv[0]!);
-    try {
-      const out = execFileSync(prog, argv.slice(1), { encoding: 'latin1', stdio: ['ignore', 'pipe', 'ignore'] });
-      value = out.split('\n')[0]!.replace(/\r$/, '');
-    } catch {
-      return `Unable to get bind password from exec of ${arg.slice(5)}`;
-    }
-  }
+  const value = execLineArg(arg, (p) => cmd.serverRootRelative(p));
+  if (typeof value !== 'string') return value.error;
   cmd.dir.passphrases.push(value);
   cmd.dir.passphrasesSet = true;
   return undefined;
