@@ -100,7 +100,8 @@ const USAGE = `usage: npm run bench -- [options]
   --warmup S           seconds of untimed wrk warm-up before a server's timed runs (default: 2)
   --threads N          wrk threads (default: 1)
   --runs N             timed runs per server and case, the servers of a case taking
-                       turns; the median by req/s is reported (default: 1)
+                       turns; the median by req/s is reported (default: 1;
+                       tls-handshake makes 3 at least)
   --pin                pin wrk to the last CPU and the servers to the others
                        (default when the machine has 2 to 8 CPUs)
   --no-pin             no CPU pinning at all
@@ -1815,7 +1816,7 @@ async function main(): Promise<void> {
   if (opts.tlsScenarios.length > 0) {
     tlsRows = await runTlsBench({
       scenarios: opts.tlsScenarios, servers: opts.servers, connections: opts.connections, durationS: opts.durationS,
-      warmupS: opts.warmupS, plumeBin: opts.plumeBin, plumeWorkers: opts.plumeWorkers, wrkCpus: opts.wrkCpus,
+      warmupS: opts.warmupS, runs: opts.runs, plumeBin: opts.plumeBin, plumeWorkers: opts.plumeWorkers, wrkCpus: opts.wrkCpus,
       serverCpus: opts.serverCpus, keep: opts.keep, write,
     });
   }

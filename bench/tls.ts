@@ -9,6 +9,9 @@
 //    per connection of the server's processes (/proc) and of the client, and how busy the
 //    client was: a client near 100 % is the limit of the rate, which then says nothing about
 //    the servers; their CPU per connection still does.
+// The servers of a case run side by side, each on its own copy of the site, and their timed
+// runs take turns; a row is a server's median run. tls-handshake always makes at least
+// MIN_HANDSHAKE_RUNS runs per server.
 // Node built-ins only; every process started here is stopped by its pid.
 
 import * as fs from 'node:fs';
@@ -30,6 +33,8 @@ export interface TlsBenchOptions extends SideServerOptions {
   readonly connections: readonly number[];
   readonly durationS: number;
   readonly warmupS: number;
+  /** timed runs per server and case (tls-handshake: MIN_HANDSHAKE_RUNS at least) */
+  readonly runs: number;
   readonly wrkCpus: string | null;
   readonly keep: boolean;
   readonly write: (line: string) => void;
@@ -49,6 +54,8 @@ export interface TlsRow {
   clientUsPerConn?: number;
   /** tls-handshake: the client's CPU time over the run's wall time, % of one CPU */
   clientBusyPct?: number;
+  /** the rate of every timed run, in order, where there were several (the row is the median one) */
+  allPerSec?: number[];
   errors: number;
   note?: string;
 }
@@ -174,7 +181,34 @@ function wrk(url: string, conns: number, seconds: number, cpus: string | null): 
   });
 }
 
-/** Runs the TLS scenarios; rows and a printed table with plume/Apache ratios. */
+/** tls-handshake's timed runs per server at least, whatever --runs says: one 5-second run per
+ *  server left the ratio at the mercy of the host (a run of either server now and then costs
+ *  half as much CPU again per handshake for its whole length, client unchanged; docs/benchmarks.md). */
+export const MIN_HANDSHAKE_RUNS = 3;
+
+/** The run of median rate among `runs` (the lower middle one for an even count). */
+export function medianRun<T>(runs: readonly T[], rate: (r: T) => number): T {
+  const sorted = [...runs].sort((a, b) => rate(a) - rate(b));
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+/** One server of a case: its own site and port, so that the servers of a case run side by side
+ *  and their timed runs take turns. */
+interface TlsUp {
+  name: TlsServerName;
+  child: ChildProcess;
+  port: number;
+  wrkRuns: { perSec: number; errors: number }[];
+  fullRuns: HandshakeRun[];
+  resumedRuns: HandshakeRun[];
+}
+
+/**
+ * Runs the TLS scenarios; rows and a printed table with plume/Apache ratios. For each case the
+ * servers run at once, each on its own copy of the site, and their timed runs take turns (run 1:
+ * A B, run 2: B A...); a row is a server's median run (tls-handshake: at least MIN_HANDSHAKE_RUNS
+ * runs, full and resumed handshakes each by their own median).
+ */
 export async function runTlsBench(o: TlsBenchOptions): Promise<TlsRow[]> {
   const rows: TlsRow[] = [];
   const servers = (['apache', 'plume', 'plume-workers'] as const).filter((s) => o.servers.includes(s));
@@ -182,54 +216,111 @@ export async function runTlsBench(o: TlsBenchOptions): Promise<TlsRow[]> {
     o.write('tls: Apache (apache2-bin) or wrk missing; TLS scenarios not run');
     return rows;
   }
-  const port = await freePort();
-  const { root, conf } = makeTlsSite(port);
-  o.write(`\n== TLS (RSA 2048 certificate, TLS 1.3, SSLSessionCache shmcb, session tickets on; site ${o.keep ? root : 'removed afterwards'})`);
+  const sites = new Map<TlsServerName, { root: string; conf: string; port: number }>();
   try {
+    for (const name of servers) {
+      const port = await freePort();
+      sites.set(name, { ...makeTlsSite(port), port });
+    }
+    const kept = o.keep ? [...sites.values()].map((x) => x.root).join(', ') : 'removed afterwards';
+    o.write(`\n== TLS (RSA 2048 certificate, TLS 1.3, SSLSessionCache shmcb, session tickets on; sites ${kept})`);
     for (const scenario of o.scenarios) {
       const conns = scenario === 'tls-1k' ? o.connections : [Math.min(8, Math.max(...o.connections))];
+      const runs = scenario === 'tls-handshake' ? Math.max(MIN_HANDSHAKE_RUNS, o.runs) : o.runs;
       for (const c of conns) {
-        o.write(`== ${scenario} c=${c}`);
-        for (const name of servers) {
-          let child: ChildProcess | null = null;
-          try {
-            child = await startTlsServer(name, root, conf, port, o);
-            if (scenario === 'tls-1k') {
-              await wrk(`https://127.0.0.1:${port}/1k.html`, c, o.warmupS > 0 ? o.warmupS : 1, o.wrkCpus);
-              const r = await wrk(`https://127.0.0.1:${port}/1k.html`, c, o.durationS, o.wrkCpus);
-              rows.push({ scenario, server: name, connections: c, perSec: r.perSec, errors: r.errors });
-              o.write(`   ${name.padEnd(14)} ${r.perSec.toFixed(0).padStart(7)} req/s${r.errors > 0 ? `  errors ${r.errors}` : ''}`);
-            } else {
-              await handshakes(port, c, Math.max(1, o.warmupS), false, undefined);
-              const full = await handshakes(port, c, o.durationS, false, child.pid);
-              const res = await handshakes(port, c, o.durationS, true, child.pid);
-              for (const [what, r] of [['full', full], ['resumed', res]] as const) {
-                rows.push({
-                  scenario: `tls-handshake ${what}`, server: name, connections: c, perSec: r.perSec, resumedPct: r.resumedPct, errors: r.errors,
-                  serverUsPerConn: r.serverUs, clientUsPerConn: r.clientUs, clientBusyPct: r.clientBusyPct,
-                });
-              }
-              o.write(`   ${name.padEnd(14)} full    ${describeRun(full)}${full.errors > 0 ? `  errors ${full.errors}` : ''}`);
-              o.write(`   ${''.padEnd(14)} resumed ${describeRun(res)}, ${res.resumedPct}% resumed${res.errors > 0 ? `  errors ${res.errors}` : ''}`);
+        o.write(`== ${scenario} c=${c}${runs > 1 ? ` (${runs} timed runs per server in turns; the median run is reported)` : ''}`);
+        const up: TlsUp[] = [];
+        try {
+          for (const name of servers) {
+            const site = sites.get(name)!;
+            let child: ChildProcess | null = null;
+            try {
+              child = await startTlsServer(name, site.root, site.conf, site.port, o);
+              if (scenario === 'tls-1k') await wrk(`https://127.0.0.1:${site.port}/1k.html`, c, o.warmupS > 0 ? o.warmupS : 1, o.wrkCpus);
+              else await handshakes(site.port, c, Math.max(1, o.warmupS), false, undefined);
+              up.push({ name, child, port: site.port, wrkRuns: [], fullRuns: [], resumedRuns: [] });
+            } catch (e) {
+              if (child !== null) await stopSideChild(child);
+              failed(rows, o, scenario, name, c, e);
             }
-          } catch (e) {
-            const msg = e instanceof Error ? e.message : String(e);
-            rows.push({ scenario, server: name, connections: c, perSec: null, errors: 0, note: msg });
-            o.write(`   ${name.padEnd(14)} failed: ${msg}`);
-          } finally {
-            if (child !== null) await stopSideChild(child);
           }
+          const dropped = new Set<TlsServerName>();
+          for (let i = 0; i < runs; i++) {
+            for (let j = 0; j < up.length; j++) {
+              const one = up[(i + j) % up.length]!;
+              if (dropped.has(one.name)) continue;
+              const label = `${one.name.padEnd(14)}${runs > 1 ? ` run ${i + 1}` : ''}`;
+              try {
+                if (scenario === 'tls-1k') {
+                  const r = await wrk(`https://127.0.0.1:${one.port}/1k.html`, c, o.durationS, o.wrkCpus);
+                  one.wrkRuns.push(r);
+                  o.write(`   ${label} ${r.perSec.toFixed(0).padStart(7)} req/s${r.errors > 0 ? `  errors ${r.errors}` : ''}`);
+                } else {
+                  const full = await handshakes(one.port, c, o.durationS, false, one.child.pid);
+                  const res = await handshakes(one.port, c, o.durationS, true, one.child.pid);
+                  one.fullRuns.push(full);
+                  one.resumedRuns.push(res);
+                  o.write(`   ${label} full    ${describeRun(full)}${full.errors > 0 ? `  errors ${full.errors}` : ''}`);
+                  o.write(`   ${''.padEnd(label.length)} resumed ${describeRun(res)}, ${res.resumedPct}% resumed${res.errors > 0 ? `  errors ${res.errors}` : ''}`);
+                }
+              } catch (e) {
+                dropped.add(one.name);
+                failed(rows, o, scenario, one.name, c, e);
+              }
+            }
+          }
+          for (const one of up) {
+            if (dropped.has(one.name)) continue;
+            if (scenario === 'tls-1k') {
+              const r = medianRun(one.wrkRuns, (x) => x.perSec);
+              rows.push({ scenario, server: one.name, connections: c, perSec: r.perSec, errors: r.errors, ...(runs > 1 ? { allPerSec: one.wrkRuns.map((x) => x.perSec) } : {}) });
+              continue;
+            }
+            for (const [what, list] of [['full', one.fullRuns], ['resumed', one.resumedRuns]] as const) {
+              const r = medianRun(list, (x) => x.perSec);
+              rows.push({
+                scenario: `tls-handshake ${what}`, server: one.name, connections: c, perSec: r.perSec, resumedPct: r.resumedPct, errors: r.errors,
+                serverUsPerConn: r.serverUs, clientUsPerConn: r.clientUs, clientBusyPct: r.clientBusyPct,
+                ...(runs > 1 ? { allPerSec: list.map((x) => Math.round(x.perSec)) } : {}),
+              });
+            }
+          }
+        } finally {
+          for (const one of up) await stopSideChild(one.child);
         }
       }
     }
   } finally {
-    if (!o.keep) fs.rmSync(root, { recursive: true, force: true });
+    if (!o.keep) for (const { root } of sites.values()) fs.rmSync(root, { recursive: true, force: true });
   }
   o.write('');
   o.write(tlsTable(rows));
   const cpu = handshakeCpuTable(rows);
   if (cpu !== '') o.write('\n' + cpu);
+  const turns = handshakeTurns(rows);
+  if (turns !== '') o.write('\n' + turns);
   return rows;
+}
+
+/** A server that failed to start or in a run: its row says why. */
+function failed(rows: TlsRow[], o: TlsBenchOptions, scenario: string, name: TlsServerName, c: number, e: unknown): void {
+  const msg = e instanceof Error ? e.message : String(e);
+  rows.push({ scenario, server: name, connections: c, perSec: null, errors: 0, note: msg });
+  o.write(`   ${name.padEnd(14)} failed: ${msg}`);
+}
+
+/** Each run's rate beside Apache's run of the same turn, where there were several runs. */
+export function handshakeTurns(rows: readonly TlsRow[]): string {
+  const out: string[] = [];
+  for (const r of rows) {
+    if (r.server === 'apache' || r.allPerSec === undefined) continue;
+    const a = rows.find((x) => x.scenario === r.scenario && x.connections === r.connections && x.server === 'apache');
+    if (a?.allPerSec === undefined) continue;
+    const each = r.allPerSec.map((v, i) => (a.allPerSec![i] ? `${(v / a.allPerSec![i]!).toFixed(2)}×` : '—'));
+    out.push(`| ${r.scenario} | ${r.connections} | ${r.server} | ${r.allPerSec.map((v) => v.toFixed(0)).join(', ')} | ${a.allPerSec.map((v) => v.toFixed(0)).join(', ')} | ${each.join(', ')} |`);
+  }
+  if (out.length === 0) return '';
+  return ['| TLS scenario | c | server | each run | Apache\'s runs | run by run |', '|---|---:|---|---|---|---|', ...out].join('\n');
 }
 
 /** The tls-handshake rows by the server's CPU per connection, with the ratio to Apache's
