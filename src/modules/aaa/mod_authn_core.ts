@@ -27,6 +27,7 @@ import { APLOG_ERR } from '../../server/log/levels.js';
 import { registerAuthnCoreFunctions } from './mod_authz_core.js';
 import { compileStringExpr, escapeQuotes, type StringExpr } from './auth-string-expr.js';
 import type { AuthApi } from '../../server/auth-api.js';
+import { validatePassword } from '../../lib/passwords/index.js';
 
 // ---- the provider interface (mod_auth.h's authn_provider) ---------------------------------
 
@@ -39,6 +40,14 @@ export const AUTH_GENERAL_ERROR = 4;
 export type AuthnStatus =
   | typeof AUTH_DENIED | typeof AUTH_GRANTED | typeof AUTH_USER_FOUND
   | typeof AUTH_USER_NOT_FOUND | typeof AUTH_GENERAL_ERROR;
+
+/** ap_password_validate's answer for `password` against a stored `hash`, as the status a
+ *  check_password gives (synchronous where the hash's check is). */
+export function passwordStatus(password: Uint8Array, hash: string): MaybePromise<AuthnStatus> {
+  const ok = validatePassword(password, hash);
+  if (ok instanceof Promise) return ok.then((v) => (v ? AUTH_GRANTED : AUTH_DENIED));
+  return ok ? AUTH_GRANTED : AUTH_DENIED;
+}
 
 /** What get_realm_hash answers: AUTH_USER_FOUND with the stored MD5(user:realm:password). */
 export interface RealmHashResult {

@@ -10,11 +10,10 @@ import {
 import { NOT_IN_HTACCESS, type CmdParms } from '../../server/config/cmd.js';
 import type { Request } from '../../server/request/request.js';
 import { APLOG_ERR } from '../../server/log/levels.js';
-import { validatePassword } from '../../lib/passwords/index.js';
 import { authnCacheStore } from '../../server/authn-cache.js';
 import { DbdError, type DbdApi, type DbdResults } from '../database/dbd-api.js';
 import {
-  AUTH_DENIED, AUTH_GENERAL_ERROR, AUTH_GRANTED, AUTH_USER_FOUND, AUTH_USER_NOT_FOUND,
+  AUTH_GENERAL_ERROR, AUTH_USER_FOUND, passwordStatus, AUTH_USER_NOT_FOUND,
   type AuthnProvider, type AuthnStatus, type RealmHashResult,
 } from './mod_authn_core.js';
 
@@ -107,8 +106,7 @@ async function checkPassword(r: Request, user: string, password: Uint8Array): Pr
   if (found.status !== AUTH_USER_FOUND) return found.status;
   // AUTHN_CACHE_STORE: mod_authn_socache keeps the hash when it caches "dbd".
   await authnCacheStore(r, 'dbd', user, undefined, found.value);
-  const ok = await validatePassword(password, found.value);
-  return ok ? AUTH_GRANTED : AUTH_DENIED;
+  return passwordStatus(password, found.value);
 }
 
 async function getRealmHash(r: Request, user: string, realm: string): Promise<RealmHashResult> {

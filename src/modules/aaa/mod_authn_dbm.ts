@@ -11,11 +11,10 @@ import type { CmdParms } from '../../server/config/cmd.js';
 import type { Request } from '../../server/request/request.js';
 import { errnoOf } from '../../server/log/error-log.js';
 import { APLOG_ERR } from '../../server/log/levels.js';
-import { validatePassword } from '../../lib/passwords/index.js';
 import { authnCacheStore } from '../../server/authn-cache.js';
 import { openDbmReadOnly, sdbmStatus } from '../../lib/dbm/index.js';
 import {
-  AUTH_DENIED, AUTH_GENERAL_ERROR, AUTH_GRANTED, AUTH_USER_FOUND, AUTH_USER_NOT_FOUND,
+  AUTH_GENERAL_ERROR, AUTH_USER_FOUND, passwordStatus, AUTH_USER_NOT_FOUND,
   type AuthnProvider, type AuthnStatus, type RealmHashResult,
 } from './mod_authn_core.js';
 
@@ -71,8 +70,8 @@ function checkDbmPassword(r: Request, user: string, password: Uint8Array): Authn
   const colon = value.indexOf(':');
   const hash = colon < 0 ? value : value.slice(0, colon);
   const stored = authnCacheStore(r, 'dbm', user, undefined, hash);
-  if (stored !== undefined) return stored.then(() => validateHash(password, hash));
-  return validateHash(password, hash);
+  if (stored !== undefined) return stored.then(() => passwordStatus(password, hash));
+  return passwordStatus(password, hash);
 }
 
 function getDbmRealmHash(r: Request, user: string, realm: string): RealmHashResult | Promise<RealmHashResult> {
@@ -85,13 +84,6 @@ function getDbmRealmHash(r: Request, user: string, realm: string): RealmHashResu
   const stored = authnCacheStore(r, 'dbm', user, realm, hash);
   const found: RealmHashResult = { status: AUTH_USER_FOUND, hash };
   return stored === undefined ? found : stored.then(() => found);
-}
-
-/** ap_password_validate's answer as an authn status. */
-function validateHash(password: Uint8Array, hash: string): AuthnStatus | Promise<AuthnStatus> {
-  const ok = validatePassword(password, hash);
-  if (ok instanceof Promise) return ok.then((v) => (v ? AUTH_GRANTED : AUTH_DENIED));
-  return ok ? AUTH_GRANTED : AUTH_DENIED;
 }
 
 const dbmProvider: AuthnProvider = { checkPassword: checkDbmPassword, getRealmHash: getDbmRealmHash };

@@ -16,10 +16,9 @@ import type { CmdParms } from '../../server/config/cmd.js';
 import type { Request } from '../../server/request/request.js';
 import { errnoOf } from '../../server/log/error-log.js';
 import { APLOG_ERR, levelFor } from '../../server/log/levels.js';
-import { validatePassword } from '../../lib/passwords/index.js';
 import { authnCacheStore } from '../../server/authn-cache.js';
 import {
-  AUTH_DENIED, AUTH_GENERAL_ERROR, AUTH_GRANTED, AUTH_USER_FOUND, AUTH_USER_NOT_FOUND,
+  AUTH_GENERAL_ERROR, AUTH_USER_FOUND, passwordStatus, AUTH_USER_NOT_FOUND,
   type AuthnProvider, type AuthnStatus, type RealmHashResult,
 } from './mod_authn_core.js';
 
@@ -157,8 +156,8 @@ function checkPassword(r: Request, user: string, password: Uint8Array): AuthnSta
   const hash = f.users.get(user);
   if (hash === undefined) return AUTH_USER_NOT_FOUND;
   const stored = authnCacheStore(r, 'file', user, undefined, hash);
-  if (stored !== undefined) return stored.then(() => validateHash(password, hash));
-  return validateHash(password, hash);
+  if (stored !== undefined) return stored.then(() => passwordStatus(password, hash));
+  return passwordStatus(password, hash);
 }
 
 function getRealmHash(r: Request, user: string, realm: string): RealmHashResult | Promise<RealmHashResult> {
@@ -178,13 +177,6 @@ function getRealmHash(r: Request, user: string, realm: string): RealmHashResult 
   const stored = authnCacheStore(r, 'file', user, realm, hash);
   const found: RealmHashResult = { status: AUTH_USER_FOUND, hash };
   return stored === undefined ? found : stored.then(() => found);
-}
-
-/** ap_password_validate's answer as an authn status. */
-function validateHash(password: Uint8Array, hash: string): AuthnStatus | Promise<AuthnStatus> {
-  const ok = validatePassword(password, hash);
-  if (ok instanceof Promise) return ok.then((v) => (v ? AUTH_GRANTED : AUTH_DENIED));
-  return ok ? AUTH_GRANTED : AUTH_DENIED;
 }
 
 const fileProvider: AuthnProvider = { checkPassword, getRealmHash };

@@ -23,9 +23,8 @@ import type { Request } from '../../server/request/request.js';
 import type { SocacheInstance, SocacheSpec } from '../../server/socache.js';
 import type { AuthnCacheApi } from '../../server/authn-cache.js';
 import { APLOG_CRIT, APLOG_DEBUG, APLOG_ERR } from '../../server/log/levels.js';
-import { validatePassword } from '../../lib/passwords/index.js';
 import {
-  AUTH_DENIED, AUTH_GRANTED, AUTH_USER_FOUND, AUTH_USER_NOT_FOUND,
+  AUTH_USER_FOUND, passwordStatus, AUTH_USER_NOT_FOUND,
   type AuthnProvider, type AuthnStatus, type RealmHashResult,
 } from './mod_authn_core.js';
 
@@ -190,7 +189,7 @@ async function checkPassword(r: Request, user: string, password: Uint8Array): Pr
   // The value is read as a C string: up to its first NUL.
   const nul = v.indexOf(0);
   const hash = (nul < 0 ? v : v.subarray(0, nul)).toString('latin1');
-  return (await validatePassword(password, hash)) ? AUTH_GRANTED : AUTH_DENIED;
+  return passwordStatus(password, hash);
 }
 
 async function getRealmHash(r: Request, user: string, realm: string): Promise<RealmHashResult> {
