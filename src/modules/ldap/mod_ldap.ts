@@ -543,118 +543,124 @@ function collectVals(entry: Entry, attrs: readonly string[] | undefined): (strin
   });
 }
 
-/** uldap_cache_checkuserid: find the user's entry, then bind as it with the password. */
-async function checkUserId(r: Request, ldc: Ldc, url: string, basedn: string, scope: Scope, attrs: readonly string[] | undefined, filter: string, bindpw: string): Promise<UserResult> {
+/** What one try of an LDAP operation gives: the answer, or a failure to try again (`why`
+ *  becomes the connection's reason, `result` the code given if the retries run out). */
+type Attempt<T> = { done: T } | { retry: string; result: number };
+
+/**
+ * httpd's retry loop around an LDAP operation (util_ldap.c's start_over): each try on an opened
+ * connection, at most LDAPRetries retries LDAPRetryDelay apart, the connection unbound after a
+ * try that failed in a way worth retrying. `giveUp` is the answer when the connection cannot
+ * be opened or the retries are spent (the last result code).
+ */
+async function withRetries<T>(ldc: Ldc, giveUp: (result: number) => T, attempt: (failures: number) => Promise<Attempt<T>>): Promise<T> {
   const conf = ldc.st;
-  const curl = urlNode(conf, url);
-  if (curl) {
-    const node = curl.search.get(filter);
-    if (node) {
-      if (Date.now() - node.lastbind > conf.searchCacheTtl) curl.search.delete(filter);
-      else if (node.bindpw && node.bindpw === bindpw) {
-        ldc.reason = 'Authentication successful (cached)';
-        return { result: LDAP_SUCCESS, dn: node.dn, vals: node.vals ? [...node.vals] : undefined };
-      }
-    }
-  }
   let failures = 0;
   let result = LDAP_SUCCESS;
   for (;;) {
-    if (failures > conf.retries) return { result };
+    if (failures > conf.retries) return giveUp(result);
     if (failures > 0 && conf.retryDelay > 0) await sleep(conf.retryDelay);
     result = await connectionOpen(ldc);
-    if (result !== LDAP_SUCCESS) return { result };
-    const s = await searchUser(ldc, basedn, scope, attrs, filter);
-    result = s.code;
-    if (isServerDown(result) || result === LDAP_TIMEOUT) {
-      ldc.reason = isServerDown(result) ? 'ldap_search_ext_s() for user failed with server down' : 'ldap_search_ext_s() for user failed with timeout';
-      unbind(ldc);
-      failures++;
-      continue;
-    }
-    if (result !== LDAP_SUCCESS) {
-      ldc.reason = 'ldap_search_ext_s() for user failed';
-      return { result };
-    }
-    const entries = s.entries!;
-    if (entries.length !== 1) {
-      ldc.reason = entries.length === 0 ? 'User not found' : 'User is not unique (search found two or more matches)';
-      return { result: LDAP_NO_SUCH_OBJECT };
-    }
-    const entry = entries[0]!;
-    const dn = entry.dn;
+    if (result !== LDAP_SUCCESS) return giveUp(result);
+    const a = await attempt(failures);
+    if ('done' in a) return a.done;
+    ldc.reason = a.retry;
+    result = a.result;
+    unbind(ldc);
+    failures++;
+  }
+}
+
+/** A try that failed with the server down, or (`timeoutToo`) timed out, is tried again. */
+function retryOn(result: number, timeoutToo: boolean, down: string, timeout: string): { retry: string; result: number } | undefined {
+  if (isServerDown(result)) return { retry: down, result };
+  if (timeoutToo && result === LDAP_TIMEOUT) return { retry: timeout, result };
+  return undefined;
+}
+
+/** The search cache's entry for `filter`, dropped when older than LDAPCacheTTL. */
+function cachedSearch(ldc: Ldc, curl: UrlNode | undefined, filter: string): SearchNode | undefined {
+  const node = curl?.search.get(filter);
+  if (node !== undefined && Date.now() - node.lastbind > ldc.st.searchCacheTtl) {
+    curl!.search.delete(filter);
+    return undefined;
+  }
+  return node;
+}
+
+/** The search for the user's entry, of uldap_cache_checkuserid and uldap_cache_getuserdn:
+ *  exactly one entry, else their answer; a server down (and with `timeoutToo` a timeout) is
+ *  tried again. */
+async function searchOneUser(ldc: Ldc, basedn: string, scope: Scope, attrs: readonly string[] | undefined, filter: string, timeoutToo: boolean): Promise<Attempt<UserResult> | { entry: Entry }> {
+  const s = await searchUser(ldc, basedn, scope, attrs, filter);
+  const again = retryOn(s.code, timeoutToo, 'ldap_search_ext_s() for user failed with server down', 'ldap_search_ext_s() for user failed with timeout');
+  if (again !== undefined) return again;
+  if (s.code !== LDAP_SUCCESS) {
+    ldc.reason = 'ldap_search_ext_s() for user failed';
+    return { done: { result: s.code } };
+  }
+  const entries = s.entries!;
+  if (entries.length !== 1) {
+    ldc.reason = entries.length === 0 ? 'User not found' : 'User is not unique (search found two or more matches)';
+    return { done: { result: LDAP_NO_SUCH_OBJECT } };
+  }
+  return { entry: entries[0]! };
+}
+
+/** uldap_cache_checkuserid: find the user's entry, then bind as it with the password. */
+async function checkUserId(_r: Request, ldc: Ldc, url: string, basedn: string, scope: Scope, attrs: readonly string[] | undefined, filter: string, bindpw: string): Promise<UserResult> {
+  const conf = ldc.st;
+  const curl = urlNode(conf, url);
+  const node = cachedSearch(ldc, curl, filter);
+  if (node?.bindpw && node.bindpw === bindpw) {
+    ldc.reason = 'Authentication successful (cached)';
+    return { result: LDAP_SUCCESS, dn: node.dn, vals: node.vals ? [...node.vals] : undefined };
+  }
+  return withRetries<UserResult>(ldc, (result) => ({ result }), async (failures) => {
+    const found = await searchOneUser(ldc, basedn, scope, attrs, filter, true);
+    if (!('entry' in found)) return found;
+    const dn = found.entry.dn;
     if (bindpw === '') {
       ldc.reason = 'Empty password not allowed';
-      return { result: LDAP_INVALID_CREDENTIALS, dn };
+      return { done: { result: LDAP_INVALID_CREDENTIALS, dn } };
     }
-    result = await simpleBind(ldc, dn, bindpw);
-    if (isServerDown(result) || (result === LDAP_TIMEOUT && failures === 0)) {
-      ldc.reason = isServerDown(result) ? 'ldap_simple_bind() to check user credentials failed with server down' : 'ldap_simple_bind() to check user credentials timed out';
-      unbind(ldc);
-      failures++;
-      continue;
-    }
+    const result = await simpleBind(ldc, dn, bindpw);
+    const again = retryOn(result, failures === 0, 'ldap_simple_bind() to check user credentials failed with server down', 'ldap_simple_bind() to check user credentials timed out');
+    if (again !== undefined) return again;
     if (result !== LDAP_SUCCESS) {
       ldc.reason = 'ldap_simple_bind() to check user credentials failed';
       unbind(ldc);
-      return { result, dn };
+      return { done: { result, dn } };
     }
     ldc.mustRebind = true;
-    const vals = collectVals(entry, attrs);
+    const vals = collectVals(found.entry, attrs);
     if (curl) cacheInsert(curl.search, conf.searchCacheSize, filter, { dn, bindpw, vals, lastbind: Date.now() });
     ldc.reason = 'Authentication successful';
-    void r;
-    return { result: LDAP_SUCCESS, dn, vals };
-  }
+    return { done: { result: LDAP_SUCCESS, dn, vals } };
+  });
 }
 
 /** uldap_cache_getuserdn: the user's DN and attributes, without checking a password. */
 async function getUserDn(_r: Request, ldc: Ldc, url: string, basedn: string, scope: Scope, attrs: readonly string[] | undefined, filter: string): Promise<UserResult> {
   const conf = ldc.st;
   const curl = urlNode(conf, url);
-  if (curl) {
-    const node = curl.search.get(filter);
-    if (node) {
-      if (Date.now() - node.lastbind > conf.searchCacheTtl) curl.search.delete(filter);
-      else {
-        ldc.reason = 'Search successful (cached)';
-        return { result: LDAP_SUCCESS, dn: node.dn, vals: node.vals ? [...node.vals] : undefined };
-      }
-    }
+  const node = cachedSearch(ldc, curl, filter);
+  if (node !== undefined) {
+    ldc.reason = 'Search successful (cached)';
+    return { result: LDAP_SUCCESS, dn: node.dn, vals: node.vals ? [...node.vals] : undefined };
   }
-  let failures = 0;
-  let result = LDAP_SUCCESS;
-  for (;;) {
-    if (failures > conf.retries) return { result };
-    if (failures > 0 && conf.retryDelay > 0) await sleep(conf.retryDelay);
-    result = await connectionOpen(ldc);
-    if (result !== LDAP_SUCCESS) return { result };
-    const s = await searchUser(ldc, basedn, scope, attrs, filter);
-    result = s.code;
-    if (isServerDown(result)) {
-      ldc.reason = 'ldap_search_ext_s() for user failed with server down';
-      unbind(ldc);
-      failures++;
-      continue;
-    }
-    if (result !== LDAP_SUCCESS) {
-      ldc.reason = 'ldap_search_ext_s() for user failed';
-      return { result };
-    }
-    const entries = s.entries!;
-    if (entries.length !== 1) {
-      ldc.reason = entries.length === 0 ? 'User not found' : 'User is not unique (search found two or more matches)';
-      return { result: LDAP_NO_SUCH_OBJECT };
-    }
-    const entry = entries[0]!;
+  return withRetries<UserResult>(ldc, (result) => ({ result }), async () => {
+    const found = await searchOneUser(ldc, basedn, scope, attrs, filter, false);
+    if (!('entry' in found)) return found;
+    const entry = found.entry;
     const vals = collectVals(entry, attrs);
     if (curl) {
       const old = curl.search.get(filter);
       if (!old || old.dn !== entry.dn) cacheInsert(curl.search, conf.searchCacheSize, filter, { dn: entry.dn, bindpw: undefined, vals, lastbind: Date.now() });
     }
     ldc.reason = 'Search successful';
-    return { result: LDAP_SUCCESS, dn: entry.dn, vals };
-  }
+    return { done: { result: LDAP_SUCCESS, dn: entry.dn, vals } };
+  });
 }
 
 function compareKey(dn: string, attrib: string, value: string): string {
@@ -679,42 +685,26 @@ async function compare(_r: Request, ldc: Ldc, url: string, dn: string, attrib: s
       }
     }
   }
-  let failures = 0;
-  let result = LDAP_SUCCESS;
-  for (;;) {
-    if (failures > conf.retries) return result;
-    if (failures > 0 && conf.retryDelay > 0) await sleep(conf.retryDelay);
-    result = await connectionOpen(ldc);
-    if (result !== LDAP_SUCCESS) return result;
+  return withRetries<number>(ldc, (result) => result, async (failures) => {
+    let result: number;
     try {
       result = (await ldc.client!.compare(dn, attrib, value)) ? LDAP_COMPARE_TRUE : LDAP_COMPARE_FALSE;
     } catch (e) {
       result = codeOf(e);
     }
-    if (isServerDown(result)) {
-      ldc.reason = 'ldap_compare_s() failed with server down';
-      unbind(ldc);
-      failures++;
-      continue;
+    const again = retryOn(result, failures === 0, 'ldap_compare_s() failed with server down', 'ldap_compare_s() failed with timeout');
+    if (again !== undefined) return again;
+    ldc.reason = 'Comparison complete';
+    if (result === LDAP_COMPARE_TRUE || result === LDAP_COMPARE_FALSE || result === LDAP_NO_SUCH_ATTRIBUTE) {
+      if (curl) {
+        const old = curl.compare.get(key);
+        cacheInsert(curl.compare, conf.compareCacheSize, key, { result, lastcompare: Date.now(), sgl: old?.sgl });
+      }
+      ldc.reason = result === LDAP_COMPARE_TRUE ? 'Comparison true (adding to cache)'
+        : result === LDAP_COMPARE_FALSE ? 'Comparison false (adding to cache)' : 'Comparison no such attribute (adding to cache)';
     }
-    if (result === LDAP_TIMEOUT && failures === 0) {
-      ldc.reason = 'ldap_compare_s() failed with timeout';
-      unbind(ldc);
-      failures++;
-      continue;
-    }
-    break;
-  }
-  ldc.reason = 'Comparison complete';
-  if (result === LDAP_COMPARE_TRUE || result === LDAP_COMPARE_FALSE || result === LDAP_NO_SUCH_ATTRIBUTE) {
-    if (curl) {
-      const old = curl.compare.get(key);
-      cacheInsert(curl.compare, conf.compareCacheSize, key, { result, lastcompare: Date.now(), sgl: old?.sgl });
-    }
-    ldc.reason = result === LDAP_COMPARE_TRUE ? 'Comparison true (adding to cache)'
-      : result === LDAP_COMPARE_FALSE ? 'Comparison false (adding to cache)' : 'Comparison no such attribute (adding to cache)';
-  }
-  return result;
+    return { done: result };
+  });
 }
 
 /** uldap_cache_comparedn: a string compare, or (onServer) a base search of reqdn. */
@@ -730,50 +720,36 @@ async function compareDn(_r: Request, ldc: Ldc, url: string, dn: string, reqdn: 
     ldc.reason = 'DN Comparison TRUE (cached)';
     return LDAP_COMPARE_TRUE;
   }
-  let failures = 0;
-  let result = LDAP_SUCCESS;
-  for (;;) {
-    if (failures > conf.retries) return result;
-    if (failures > 0 && conf.retryDelay > 0) await sleep(conf.retryDelay);
-    result = await connectionOpen(ldc);
-    if (result !== LDAP_SUCCESS) return result;
+  return withRetries<number>(ldc, (result) => result, async (failures) => {
     let entries: Entry[] = [];
+    let result: number;
     try {
       entries = (await ldc.client!.search(reqdn, { scope: 'base', filter: '(objectclass=*)', attributes: ['1.1'], derefAliases: ldc.deref })).searchEntries;
       result = LDAP_SUCCESS;
     } catch (e) {
       result = codeOf(e);
     }
-    if (isServerDown(result) || (result === LDAP_TIMEOUT && failures === 0)) {
-      ldc.reason = isServerDown(result) ? 'DN Comparison ldap_search_ext_s() failed with server down' : 'DN Comparison ldap_search_ext_s() failed with timeout';
-      unbind(ldc);
-      failures++;
-      continue;
-    }
+    const again = retryOn(result, failures === 0, 'DN Comparison ldap_search_ext_s() failed with server down', 'DN Comparison ldap_search_ext_s() failed with timeout');
+    if (again !== undefined) return again;
     if (result !== LDAP_SUCCESS) {
       ldc.reason = 'DN Comparison ldap_search_ext_s() failed';
-      return result;
+      return { done: result };
     }
     const searchdn = entries[0]?.dn ?? '';
     if (dn !== searchdn) {
       ldc.reason = 'DN Comparison FALSE (checked on server)';
-      return LDAP_COMPARE_FALSE;
+      return { done: LDAP_COMPARE_FALSE };
     }
     if (curl) cacheInsert(curl.dnCompare, conf.compareCacheSize, reqdn, dn);
     ldc.reason = 'DN Comparison TRUE (checked on server)';
-    return LDAP_COMPARE_TRUE;
-  }
+    return { done: LDAP_COMPARE_TRUE };
+  });
 }
 
 /** uldap_get_subgroups: the members of a group that are themselves groups. */
 async function getSubgroups(r: Request, ldc: Ldc, url: string, dn: string, sgAttrs: readonly string[], sgClasses: readonly string[]): Promise<string[] | null> {
-  const conf = ldc.st;
-  let failures = 0;
-  let entry: Entry | undefined;
-  for (;;) {
-    if (failures > conf.retries) return null;
-    if (failures > 0 && conf.retryDelay > 0) await sleep(conf.retryDelay);
-    if (await connectionOpen(ldc) !== LDAP_SUCCESS) return null;
+  const found = await withRetries<{ entry: Entry | undefined } | null>(ldc, () => null, async (failures) => {
+    let entry: Entry | undefined;
     let result: number;
     try {
       entry = (await ldc.client!.search(dn, { scope: 'base', attributes: [...sgAttrs], derefAliases: ldc.deref })).searchEntries[0];
@@ -781,18 +757,16 @@ async function getSubgroups(r: Request, ldc: Ldc, url: string, dn: string, sgAtt
     } catch (e) {
       result = codeOf(e);
     }
-    if (isServerDown(result) || (result === LDAP_TIMEOUT && failures === 0)) {
-      ldc.reason = isServerDown(result) ? 'ldap_search_ext_s() for subgroups failed with server down' : 'ldap_search_ext_s() for subgroups failed with timeout';
-      unbind(ldc);
-      failures++;
-      continue;
-    }
+    const again = retryOn(result, failures === 0, 'ldap_search_ext_s() for subgroups failed with server down', 'ldap_search_ext_s() for subgroups failed with timeout');
+    if (again !== undefined) return again;
     if (result !== LDAP_SUCCESS) {
       ldc.reason = 'ldap_search_ext_s() for subgroups failed';
-      return null;
+      return { done: null };
     }
-    break;
-  }
+    return { done: { entry } };
+  });
+  if (found === null) return null;
+  const entry = found.entry;
   const groups: string[] = [];
   if (entry) {
     for (const a of sgAttrs) {
