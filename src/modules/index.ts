@@ -65,6 +65,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('ldap_module', './ldap/mod_ldap.js'),
   lazy('authnz_ldap_module', './aaa/mod_authnz_ldap.js'),
   lazy('authz_core_module', './aaa/mod_authz_core.js'),
+  lazy('authnz_fcgi_module', './aaa/mod_authnz_fcgi.js'),
   lazy('access_compat_module', './aaa/mod_access_compat.js'),
   lazy('allowmethods_module', './aaa/mod_allowmethods.js'),
   lazy('auth_basic_module', './aaa/mod_auth_basic.js'),

@@ -167,7 +167,8 @@ export function lookupAuthnProvider(ctx: ConfigContext, name: string): AuthnProv
       if (p.group === AUTHN_PROVIDER_GROUP && p.name === name) return p.provider as AuthnProvider;
     }
   }
-  return undefined;
+  // Providers registered while the configuration is read (AuthnzFcgiDefineProvider).
+  return ctx.registeredProvider(AUTHN_PROVIDER_GROUP, name);
 }
 
 /** Runs `fn` with the alias section's directives merged into the request's configuration. */

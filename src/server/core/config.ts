@@ -327,7 +327,28 @@ export function parseTimeout(s: string, defaultUnit: 's' | 'ms' = 's'): number |
 
 /** ap_response_code_string: the ErrorDocument for a status, evaluated for this request ('' for
  *  "default", undefined for none or when the expression fails: AH02841). */
+/** ap_is_url: a scheme (letters, digits, '+', '-', '.') of at least one character, then ':'. */
+function isUrl(s: string): boolean {
+  let x = 0;
+  for (; x < s.length && s[x] !== ':'; x++) {
+    const c = s.charCodeAt(x);
+    const alnum = (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+    if (!alnum && c !== 43 && c !== 45 && c !== 46) return false;
+  }
+  return x < s.length && x > 0;
+}
+
+/** ap_custom_response: the error response for `status` of this request becomes `text` (a URL
+ *  or a local path is redirected to, as an ErrorDocument would be; anything else is the
+ *  body). */
+export function setCustomResponse(r: Request, status: number, text: string): void {
+  const v = (isUrl(text) || text.startsWith('/')) && !text.startsWith('"') ? text : '"' + text;
+  (r.customResponses ??= new Map()).set(status, v);
+}
+
 export function errorDocumentFor(r: Request, status: number): string | undefined {
+  const own = r.customResponses?.get(status);
+  if (own !== undefined) return own;
   const e = coreDir(r)?.errorDocuments?.get(status);
   if (e === undefined) return undefined;
   if (e === null) return '';

@@ -200,6 +200,9 @@ export class Request {
   noLocalCopy = false;
   /** ErrorDocument recursion guard and error state. */
   errorResponseSent = false;
+  /** ap_custom_response: error texts or URLs set for this request by a module, by status
+   *  (a text begins with '"', as ErrorDocument keeps it); consulted before ErrorDocument. */
+  customResponses: Map<number, string> | null = null;
   logLevel: LogLevelConfig = DEFAULT_LOG_LEVEL;
   /** Expect: 100-continue and not yet answered. */
   expecting100 = false;
