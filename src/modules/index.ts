@@ -73,6 +73,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('auth_form_module', './aaa/mod_auth_form.js'),
   lazy('session_module', './session/mod_session.js'),
   lazy('session_cookie_module', './session/mod_session_cookie.js'),
+  lazy('session_dbd_module', './session/mod_session_dbd.js'),
   lazy('session_crypto_module', './session/mod_session_crypto.js'),
   lazy('cache_module', './cache/mod_cache/index.js'),
   lazy('cache_disk_module', './cache/mod_cache_disk.js'),

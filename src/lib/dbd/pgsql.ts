@@ -31,9 +31,9 @@ export interface DbdConnection {
    *  (APR's seek 0, what mod_authn_dbd and mod_authz_dbd ask for) apr_dbd_pgsql only sends the
    *  query, and an error the server answers with reads as no rows; only a failure to send
    *  rejects. */
-  pselect(label: string, args: readonly string[], random?: boolean): Promise<DbdResults>;
+  pselect(label: string, args: readonly (string | null)[], random?: boolean): Promise<DbdResults>;
   /** apr_dbd_pvquery: the number of rows affected. */
-  pquery(label: string, args: readonly string[]): Promise<number>;
+  pquery(label: string, args: readonly (string | null)[]): Promise<number>;
   /** apr_dbd_query (DBDInitSQL). */
   query(sql: string): Promise<number>;
   /** apr_dbd_check_conn: false once the connection is lost. */
@@ -220,6 +220,8 @@ class PgsqlConnection implements DbdConnection {
   private error = '';
   /** label → the translated statement text (pg's record of statements it has parsed). */
   private readonly statements = new Map<string, string>();
+  /** label → how many values the statement reads (its placeholders). */
+  private readonly nargs = new Map<string, number>();
   constructor(private readonly client: pg.Client) {
     client.on('error', (e) => { this.lost = true; this.error = errorText(e); });
     client.on('end', () => { this.lost = true; });
@@ -235,6 +237,7 @@ class PgsqlConnection implements DbdConnection {
       return this.fail(e, sql);
     }
     this.statements.set(label, t.sql);
+    this.nargs.set(label, t.types.length);
     // The statement exists on the server under its label: pg binds to it by name once it
     // believes it parsed it, instead of sending a Parse of its own.
     const parsed = (this.client as unknown as { connection?: { parsedStatements?: Record<string, string> } }).connection?.parsedStatements;
@@ -248,17 +251,19 @@ class PgsqlConnection implements DbdConnection {
     return this.error;
   }
 
-  private async run(label: string, args: readonly string[]): Promise<pg.QueryArrayResult<(string | null)[]>> {
+  /** apr_dbd_pvselect / pvquery read as many values as the statement has placeholders; more
+   *  are ignored. A null value is SQL NULL. */
+  private async run(label: string, args: readonly (string | null)[]): Promise<pg.QueryArrayResult<(string | null)[]>> {
     const text = this.statements.get(label);
     if (text === undefined) throw new DbdError(this.error = `ERROR:  prepared statement "${label}" does not exist\n`);
     try {
-      return await this.client.query<(string | null)[]>({ name: label, text, values: [...args], rowMode: 'array', types: TEXT_TYPES });
+      return await this.client.query<(string | null)[]>({ name: label, text, values: args.slice(0, this.nargs.get(label) ?? args.length), rowMode: 'array', types: TEXT_TYPES });
     } catch (e) {
       throw new DbdError(this.fail(e));
     }
   }
 
-  async pselect(label: string, args: readonly string[], random = false): Promise<DbdResults> {
+  async pselect(label: string, args: readonly (string | null)[], random = false): Promise<DbdResults> {
     let r: pg.QueryArrayResult<(string | null)[]>;
     try {
       r = await this.run(label, args);
@@ -269,7 +274,7 @@ class PgsqlConnection implements DbdConnection {
     return { names: r.fields.map((f) => f.name), rows: r.rows.map((row) => row.map((v) => v ?? '')) };
   }
 
-  async pquery(label: string, args: readonly string[]): Promise<number> {
+  async pquery(label: string, args: readonly (string | null)[]): Promise<number> {
     return (await this.run(label, args)).rowCount ?? 0;
   }
 

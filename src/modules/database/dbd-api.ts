@@ -16,11 +16,13 @@ export interface DbdHandle {
   readonly driverName: string;
   /** Labels of the prepared statements (ap_dbd_t's `prepared` hash). */
   readonly prepared: ReadonlySet<string>;
+  /** Arguments are text, null for SQL NULL; as APR, a statement reads as many as its
+   *  placeholders and ignores the rest. */
   /** Runs a prepared statement that returns rows; rejects with a DbdError. `random` is APR's
    *  seek: false (sequential access) reads a server error as no rows, as apr_dbd_pgsql does. */
-  pselect(label: string, args: readonly string[], random?: boolean): Promise<DbdResults>;
+  pselect(label: string, args: readonly (string | null)[], random?: boolean): Promise<DbdResults>;
   /** Runs a prepared statement that changes rows: the number of rows affected. */
-  pquery(label: string, args: readonly string[]): Promise<number>;
+  pquery(label: string, args: readonly (string | null)[]): Promise<number>;
   /** apr_dbd_error: the driver's text for the last error. */
   error(): string;
 }

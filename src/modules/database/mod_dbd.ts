@@ -156,8 +156,8 @@ class Rec implements DbdHandle {
   idleSince = 0;
   constructor(readonly conn: DbdConnection) {}
   get driverName(): string { return this.conn.driverName; }
-  pselect(label: string, args: readonly string[], random?: boolean) { return this.conn.pselect(label, args, random); }
-  pquery(label: string, args: readonly string[]) { return this.conn.pquery(label, args); }
+  pselect(label: string, args: readonly (string | null)[], random?: boolean) { return this.conn.pselect(label, args, random); }
+  pquery(label: string, args: readonly (string | null)[]) { return this.conn.pquery(label, args); }
   error(): string { return this.conn.lastError(); }
 }
 

@@ -29,8 +29,13 @@ export const APR_EGENERAL = 20014;
 export const APR_ECRYPT = 100005;
 export const APR_EPADDING = 100006;
 
+/** apr_strerror's text for a status a store or codec returns: APR_EGENERAL, an errno
+ *  (apr_dbd_pgsql's PGRES_FATAL_ERROR, 7, reads as E2BIG's text), or APR's text for a code it
+ *  does not name. */
 export function aprStatusError(code: number): { code: number; text: string } {
-  return { code, text: code === APR_EGENERAL ? 'Internal error (specific information not available)' : 'Error string not specified yet' };
+  if (code === APR_EGENERAL) return { code, text: 'Internal error (specific information not available)' };
+  if (code === 7) return { code, text: 'Argument list too long' };
+  return { code, text: 'Error string not specified yet' };
 }
 
 export function newSession(): SessionRec {

@@ -145,7 +145,7 @@ async function sessionLoad(r: Request): Promise<{ status: number; z: SessionRec 
     return { status: APR_GENERAL, z: undefined };
   }
   if (found.rv !== OK) {
-    r.log('session', APLOG_ERR, `AH01816: error while loading the session, session not loaded: ${r.uri}`);
+    r.log('session', APLOG_ERR, `AH01816: error while loading the session, session not loaded: ${r.uri}`, aprStatusError(found.rv));
     return { status: found.rv, z: undefined };
   }
   const now = nowMicros();
@@ -201,7 +201,7 @@ async function sessionSave(r: Request, z: SessionRec | undefined): Promise<numbe
   for (const c of providers(r).codecs) {
     const v = await c.encode(r, z);
     if (v !== OK && v !== DECLINED) {
-      r.log('session', APLOG_ERR, `AH01820: error while encoding the session, session not saved: ${r.uri}`);
+      r.log('session', APLOG_ERR, `AH01820: error while encoding the session, session not saved: ${r.uri}`, aprStatusError(v));
       return v;
     }
   }
@@ -212,7 +212,7 @@ async function sessionSave(r: Request, z: SessionRec | undefined): Promise<numbe
     return APR_GENERAL;
   }
   if (rv !== OK) {
-    r.log('session', APLOG_ERR, `AH01822: error while saving the session, session not saved: ${r.uri}`);
+    r.log('session', APLOG_ERR, `AH01822: error while saving the session, session not saved: ${r.uri}`, aprStatusError(rv));
     return rv;
   }
   z.written = true;

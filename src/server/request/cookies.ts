@@ -57,7 +57,9 @@ export function cookieRead(r: Request, name: string, remove: boolean): { status:
             eat = true;
           } else {
             if (trim[0] !== '$') { cookies++; eat = false; }
-            if (!eat) out += sep + item;
+            // Measured on 2.4.71 (conformance session/dbd-cookie-remove): no separator
+            // before the first cookie kept, so "s=K; c=3" leaves " c=3".
+            if (!eat) out += (out === '' ? '' : sep) + item;
           }
           sep = ';';
         }

@@ -54,6 +54,20 @@ test('prepared statement with %s and %d, values as text, NULL as ""', { skip }, 
   }
 });
 
+test('values beyond the placeholders are ignored, null binds SQL NULL (apr_dbd_pvbquery as mod_session_dbd calls it)', { skip }, async () => {
+  const c = await connect();
+  try {
+    assert.equal(await c.prepare('SELECT n FROM t WHERE name = %s', 'x_1'), undefined);
+    assert.deepEqual((await c.pselect('x_1', ['b', '12345'])).rows, [['2']]);
+    assert.equal(await c.prepare('SELECT count(*) FROM t WHERE %s IS NULL', 'x_2'), undefined);
+    assert.deepEqual((await c.pselect('x_2', [null])).rows, [['2']]);
+    assert.equal(await c.prepare('DELETE FROM t WHERE name = %s', 'x_3'), undefined);
+    assert.equal(await c.pquery('x_3', [null, 'extra']), 0);
+  } finally {
+    await c.close();
+  }
+});
+
 test('a statement the server refuses: libpq text with LINE and caret', { skip }, async () => {
   const c = await connect();
   try {
