@@ -151,6 +151,7 @@ const ALL: (AnyModuleHandle | LazyModule)[] = [
   lazy('proxy_fcgi_module', './proxy/mod_proxy_fcgi.js'),
   lazy('proxy_scgi_module', './proxy/mod_proxy_scgi.js'),
   lazy('proxy_uwsgi_module', './proxy/mod_proxy_uwsgi.js'),
+  lazy('proxy_ftp_module', './proxy/mod_proxy_ftp.js'),
   lazy('proxy_hcheck_module', './proxy/mod_proxy_hcheck.js'),
   lazy('proxy_express_module', './proxy/mod_proxy_express.js'),
   lazy('heartbeat_module', './cluster/mod_heartbeat.js'),

@@ -18,7 +18,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startFcgiEcho, startHttpScript, startPhpFpm, startScgi, startUwsgi, type Backend } from '../process/app-backends.js';
+import { startFcgiEcho, startFtp, startHttpScript, startPhpFpm, startScgi, startUwsgi, type Backend } from '../process/app-backends.js';
 import { startPostgres } from '../process/postgres-server.js';
 import { startSlapd } from '../process/ldap-server.js';
 
@@ -153,12 +153,14 @@ export interface CaseSpec {
    * "http" the scripted HTTP/1.1 backend of test/fixtures/proxy-http on @PORT2@; "postgres" a
    * PostgreSQL server (test/process/postgres-server.ts) on 127.0.0.1:@PORT2@ with its socket
    * in @ROOT@/pg, superuser "postgres" (trust), after the case's file `setup.sql` ran in it; "slapd" Debian's OpenLDAP server
-   * with test/fixtures/ldap/base.ldif on @PORT2@ (test/process/ldap-server.ts).
+   * with test/fixtures/ldap/base.ldif on @PORT2@ (test/process/ldap-server.ts); "ftp" a real FTP
+   * server (pyftpdlib, test/fixtures/ftp/server.py) on 127.0.0.1:@PORT2@ serving @ROOT@/ftp
+   * (users anonymous and alice/secret), with the options of the case's file `ftp-options.json`.
    */
   backend?: CaseBackend;
 }
 
-export type CaseBackend = 'fcgi-echo' | 'fcgi-echo-unix' | 'scgi' | 'uwsgi' | 'php-fpm' | 'http' | 'postgres' | 'slapd';
+export type CaseBackend = 'fcgi-echo' | 'fcgi-echo-unix' | 'scgi' | 'uwsgi' | 'php-fpm' | 'http' | 'postgres' | 'slapd' | 'ftp';
 
 export interface SpecOverride {
   reason: string;
@@ -309,7 +311,7 @@ function validateCase(id: string, v: unknown): CaseSpec {
     }
   }
   if (o.files !== undefined && (typeof o.files !== 'object' || o.files === null)) fail('files must be an object');
-  if (o.backend !== undefined && !['fcgi-echo', 'fcgi-echo-unix', 'scgi', 'uwsgi', 'php-fpm', 'http', 'postgres', 'slapd'].includes(o.backend as string)) fail(`unknown backend ${String(o.backend)}`);
+  if (o.backend !== undefined && !['fcgi-echo', 'fcgi-echo-unix', 'scgi', 'uwsgi', 'php-fpm', 'http', 'postgres', 'slapd', 'ftp'].includes(o.backend as string)) fail(`unknown backend ${String(o.backend)}`);
   return o as unknown as CaseSpec;
 }
 
@@ -569,6 +571,11 @@ function startCaseBackend(kind: CaseBackend, root: string, port: number): Promis
         .then((pg) => ({ pid: pg.pid, output: pg.output, stop: pg.stop }));
     }
     case 'slapd': return startSlapd(path.join(root, 'slapd'), port);
+    case 'ftp': {
+      const ftpRoot = path.join(root, 'ftp');
+      fs.mkdirSync(ftpRoot, { recursive: true });
+      return startFtp(root, port, ftpRoot, path.join(root, 'ftp-options.json'));
+    }
   }
 }
 

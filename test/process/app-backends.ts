@@ -1,6 +1,7 @@
 // Real application servers for the proxy tests, started on loopback and stopped by PID:
 // Debian's PHP-FPM (a pool on TCP and one on a unix socket), a uwsgi-core application
-// (python3 plugin), the SCGI server and the FastCGI echo responder of test/fixtures/proxy-fcgi.
+// (python3 plugin), the SCGI server and the FastCGI echo responder of test/fixtures/proxy-fcgi,
+// and pyftpdlib as an FTP server (test/fixtures/ftp).
 // Each start waits for the server's own "ready" line, never a fixed delay.
 
 import * as fs from 'node:fs';
@@ -120,6 +121,24 @@ export function startScgi(dir: string, port: number): Promise<Backend> {
 /** The FastCGI echo responder on 127.0.0.1:`where` (a port) or a unix socket path. */
 export function startFcgiEcho(dir: string, where: number | string): Promise<Backend> {
   return launch('python3', ['-u', path.join(FIXTURES, 'fcgi_echo.py'), String(where)], /READY/, 'SIGTERM', dir);
+}
+
+/** Debian's pyftpdlib (python3-pyftpdlib) as a real FTP server on 127.0.0.1:`port`, serving
+ *  `root` (test/fixtures/ftp/server.py: users anonymous and alice/secret; `options`, a JSON
+ *  file, may turn anonymous, EPSV or PASV off). Debian's /usr/bin/python3, which has the
+ *  package, whatever python3 comes first on PATH. */
+export function startFtp(dir: string, port: number, root: string, options?: string): Promise<Backend> {
+  const args = ['-u', path.join(REPO, 'test/fixtures/ftp/server.py'), String(port), root];
+  if (options !== undefined) args.push(options);
+  return launch(FTP_PYTHON, args, /^ready$/m, 'SIGTERM', dir);
+}
+
+/** The interpreter that has pyftpdlib. */
+export const FTP_PYTHON = '/usr/bin/python3';
+
+/** Whether the FTP server can run (python3-pyftpdlib installed). */
+export function hasPyftpdlib(): boolean {
+  return spawnSync(FTP_PYTHON, ['-c', 'import pyftpdlib'], { stdio: 'ignore' }).status === 0;
 }
 
 /** The scripted HTTP/1.1 backend of test/fixtures/proxy-http on 127.0.0.1:`port`. */
