@@ -2,7 +2,7 @@
 // AUTHENTICATE_<ATTR> variables a CGI script sees, the search cache answering a known user
 // with the same password while the server is down (as util_ldap's cache does) and 500 for
 // others, LDAPCacheEntries 0 turning that cache off, and a pooled connection that finds the
-// server again after a restart.
+// server again after a restart; one process (-X) holding a pooled connection stops on SIGTERM.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -95,6 +95,39 @@ test('mod_authnz_ldap against slapd: CGI variables, the search cache while the s
     } finally {
       await again.stop();
     }
+  } finally {
+    await running?.stop();
+    await slapd.stop();
+    site.remove();
+    fs.rmSync(ldapDir, { recursive: true, force: true });
+  }
+});
+
+test('one process (-X) with a pooled LDAP connection stops on SIGTERM (util_ldap unbinds its connections at cleanup)', { skip: !hasSlapd() && 'slapd is not installed' }, async () => {
+  const ldapDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plume-slapd-'));
+  const slapd = await startSlapd(ldapDir, await freePort());
+  const site = await makeSite('ldap-x');
+  let running: Awaited<ReturnType<typeof startPlume>> | undefined;
+  try {
+    fs.mkdirSync(path.join(site.dir, 'htdocs/secret'), { mode: 0o755 });
+    fs.writeFileSync(path.join(site.dir, 'htdocs/secret/index.html'), 'secret\n');
+    site.write([
+      'LoadModule auth_basic_module /usr/lib/apache2/modules/mod_auth_basic.so',
+      'LoadModule authn_core_module /usr/lib/apache2/modules/mod_authn_core.so',
+      'LoadModule authz_user_module /usr/lib/apache2/modules/mod_authz_user.so',
+      'LoadModule ldap_module /usr/lib/apache2/modules/mod_ldap.so',
+      'LoadModule authnz_ldap_module /usr/lib/apache2/modules/mod_authnz_ldap.so',
+      '<Location /secret>', '  AuthType Basic', '  AuthName ldap', '  AuthBasicProvider ldap',
+      `  AuthLDAPURL "ldap://127.0.0.1:${slapd.port}/ou=people,dc=example,dc=com?uid"`, '  Require valid-user', '</Location>',
+    ]);
+    running = await startPlume(site, { args: ['-X'], workers: 0 });
+    assert.equal((await get(site.port, '/secret/index.html', 'alice:alice-pw')).status, 200);
+    // The bound connection stays in the pool; the end of the configuration unbinds it, so
+    // nothing keeps the process running (stop() would SIGKILL it after 10 s).
+    const exit = new Promise<NodeJS.Signals | null>((res) => running!.proc.once('exit', (_code, sig) => res(sig)));
+    await running.stop();
+    running = undefined;
+    assert.equal(await exit, null, 'plume -X had to be killed: it did not exit on SIGTERM');
   } finally {
     await running?.stop();
     await slapd.stop();

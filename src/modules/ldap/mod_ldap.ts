@@ -327,6 +327,8 @@ export interface Ldc {
   inUse: boolean;
   st: LdapServerConfig;
   chaseReferrals: string;
+  /** Left over from a configuration cleaned up while a request held it: unbound when given back. */
+  retired?: boolean;
 }
 
 const pool = new Map<string, Ldc[]>();
@@ -365,6 +367,21 @@ function connectionFind(r: Request, host: string, port: number, binddn: string |
 function connectionClose(ldc: Ldc): void {
   ldc.inUse = false;
   ldc.lastUsed = Date.now();
+  if (ldc.retired === true) unbind(ldc);
+}
+
+/** uldap_connection_cleanup for every pooled handle (httpd registers it on the pool the
+ *  handles live in): the end of the configuration (stop, restart) unbinds them all, so no open
+ *  LDAP connection keeps the process running; a handle a request still holds is unbound when
+ *  given back. */
+function cleanup(): void {
+  for (const list of pool.values()) {
+    for (const l of list) {
+      if (l.inUse) l.retired = true;
+      else unbind(l);
+    }
+  }
+  pool.clear();
 }
 
 function unbind(ldc: Ldc): void {
@@ -858,6 +875,7 @@ const self = defineModule<LdapServerConfig, LdapDirConfig>({
   createServerConfig,
   mergeServerConfig,
   createDirConfig,
+  configHooks: { cleanup },
   directives: [
     directive({ name: 'LDAPSharedCacheSize', args: 'TAKE1', where: RSRC_CONF, help: 'Set the size of the shared memory cache (in bytes). Use 0 to disable the shared memory cache. (default: 500000)', handler: setCacheBytes }),
     directive({ name: 'LDAPSharedCacheFile', args: 'TAKE1', where: RSRC_CONF, help: 'Set the file name for the shared memory cache.', handler: setCacheFile }),
