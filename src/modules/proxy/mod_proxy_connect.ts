@@ -146,7 +146,10 @@ async function connectToBackend(r: Request, conf: ProxyServerConf, addrs: readon
 interface TunnelResult { timedOut: boolean; replied: boolean }
 
 /** ap_proxy_tunnel_run: bytes both ways; an end of one side is passed on as a write shutdown
- *  of the other; over when both sides are closed, or when nothing moved for `idle` ms. */
+ *  of the other; over when both sides are closed, or when nothing moved for `idle` ms.
+ *  DIFFERENCE: a backend that ends its side first sees its socket closed (Node's sockets here
+ *  are not half-open); httpd keeps it half-closed until the tunnel ends. The client's side
+ *  stays open until the client ends it, as in httpd (docs/differences.md). */
 function runTunnel(client: RawStream, be: net.Socket, idle: number, keepSilentClient: boolean): Promise<TunnelResult> {
   return new Promise((resolve) => {
     let replied = false;
@@ -232,9 +235,9 @@ async function handle(r: Request, _worker: unknown, conf: ProxyServerConf, url: 
   if (r.wantsLog(MOD, APLOG_TRACE3)) r.log(MOD, APLOG_TRACE3, `connection complete to ${peer} (${connectName})`);
   r.notes.set('proxy-source-port', String(sock.localPort ?? 0));
   const detach = r.connection.detach;
-  // DIFFERENCE: an HTTP/2 stream is not tunnelled (httpd's mod_http2 turns the raw 200 line
-  // into the stream's response; plume's stream gives only DATA frames): 500 with AH10208.
-  if (detach === undefined || r.protocol.startsWith('HTTP/2')) {
+  // On an HTTP/2 stream the raw answer below becomes the stream's response (mod_http2 reads
+  // the head it starts with) and the stream's DATA is the tunnel.
+  if (detach === undefined) {
     r.log(MOD, APLOG_ERR, `AH10208: can't create tunnel for ${peer} (${connectName})`);
     sock.destroy();
     return 500;

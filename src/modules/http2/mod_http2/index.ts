@@ -2,7 +2,9 @@
 // `Protocols h2 h2c http/1.1` with h2 chosen by TLS's ALPN, h2c by an HTTP/1.1 Upgrade
 // (H2Upgrade) or by the connection preface (H2Direct), H2ModernTLSOnly's TLS requirements,
 // the session and stream settings, server push (H2Push, H2PushResource, H2PushPriority,
-// H2PushDiarySize: on by default in 2.4.71), 103 Early Hints, and the HTTP2/H2_* variables.
+// H2PushDiarySize: on by default in 2.4.71), 103 Early Hints, the HTTP2/H2_* variables, and
+// tunnels on a stream: CONNECT (RFC 9113 8.5, to mod_proxy_connect) and, with H2WebSockets,
+// RFC 8441's extended CONNECT served as a WebSocket Upgrade (stream.ts).
 // Each stream is a request through the same lifecycle, hooks and filters as HTTP/1.1
 // (stream.ts); the directives about mod_http2's worker threads have no counterpart in a
 // Node process and are accepted as httpd accepts them (docs/differences.md).
@@ -495,7 +497,7 @@ const self = defineModule<S, D>({
     directive<S, D, 'TAKE1'>({ name: 'H2StreamTimeout', args: 'TAKE1', where: SRV, help: 'set stream timeout', handler: timeout('Invalid timeout value', (cmd, ms) => { cmd.srv.streamTimeoutMs = ms; }) }),
     directive<S, D, 'TAKE1'>({ name: 'H2MaxDataFrameLen', args: 'TAKE1', where: SRV, help: 'maximum number of bytes in a single HTTP/2 DATA frame', handler: minInt(0, 'value must be 0 or larger', (cmd, n) => { cmd.srv.maxDataFrameLen = n; }) }),
     directive<S, D, 'TAKE2'>({ name: 'H2EarlyHint', args: 'TAKE2', where: OR_FILEINFO | OR_AUTHCFG, help: "add a a 'Link:' header for a 103 Early Hints response.", handler: (cmd, a, b) => earlyHint(cmd, a, b) }),
-    // DIFFERENCE: forward proxy requests need mod_proxy, which plume does not have yet.
+    // On: a stream's :scheme, :authority and :path make an absolute URL for mod_proxy's forward proxy.
     directive<S, D, 'TAKE1'>({ name: 'H2ProxyRequests', args: 'TAKE1', where: OR_FILEINFO, help: 'Enables forward proxy requests via HTTP/2', handler: flag((cmd, on) => { if (cmd.path !== undefined) cmd.dir.proxyRequests = on; else cmd.srv.proxyRequests = on; }) }),
     // On: SETTINGS_ENABLE_CONNECT_PROTOCOL is announced and an extended CONNECT for
     // "websocket" becomes an Upgrade request (stream.ts, serveStream).

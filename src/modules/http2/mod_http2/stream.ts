@@ -11,7 +11,8 @@ import { Request, type ConnRec, type RequestBody, type RawStream } from '../../.
 import type { Wire, FramedWire } from '../../../server/http/wire.js';
 import type { ServerRec } from '../../../server/server-rec.js';
 import type { Runtime } from '../../../server/runtime.js';
-import type { HeaderTable } from '../../../server/request/headers.js';
+import { HeaderTable } from '../../../server/request/headers.js';
+import { H1ResponseCatcher, type H1Head } from './h1-response.js';
 import { streamFileRange } from '../../../server/http/file-cache.js';
 import { die } from '../../../server/request/lifecycle.js';
 import { runAll } from '../../../server/hooks.js';
@@ -51,7 +52,7 @@ export interface StreamSession {
 
 let nextStreamConnId = 1 << 30;
 const NGHTTP2_NO_ERROR = 0x0;
-const NGHTTP2_CANCEL = 0x8;
+const NGHTTP2_INTERNAL_ERROR = 0x2;
 const NGHTTP2_HTTP_1_1_REQUIRED = 0xd;
 /** The fields of a WebSocket's 101 that its 200 on HTTP/2 does not carry (h2_ws.c). */
 const WS_DROPPED: ReadonlySet<string> = new Set(['sec-websocket-accept']);
@@ -235,15 +236,51 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
       this.stream.close(0x2);
     }
   }
-  /** The stream as the byte stream of a tunnel (mod_proxy_http's Upgrade, once a WebSocket
-   *  CONNECT was answered 200): DATA both ways until either side ends. */
+  /**
+   * The stream as the byte stream of a tunnel: a CONNECT's (mod_proxy_connect) or a WebSocket
+   * CONNECT's once answered 200 (mod_proxy_http's Upgrade), DATA both ways. What a CONNECT's
+   * handler writes starts with an HTTP/1 response head, read into the stream's response
+   * (H2_C2_CATCH_H1_OUT). Flow control holds both ways: a write answers false while the
+   * client's window keeps the data here, and a paused reader stops the window updates.
+   * The end of the tunnel's other side does not end the stream while the client still sends
+   * (httpd's shutdown of a secondary connection's writing sends no END_STREAM): the stream
+   * ends once the client ended its side, or when the tunnel is over.
+   */
   detach(): RawStream {
     const stream = this.stream;
+    let catcher = this.ws === null && !stream.headersSent
+      ? new H1ResponseCatcher(`${process.pid}-${this.session.c1.id}-${stream.id ?? 0}`) : null;
+    const send = (d: Buffer): boolean => {
+      if (d.length === 0) return true;
+      this.bytesOut += d.length;
+      return stream.write(d);
+    };
     return {
       head: Buffer.alloc(0),
-      write: (d) => { if (stream.destroyed || stream.writableEnded) return true; this.bytesOut += d.length; return stream.write(d); },
-      end: () => { if (!stream.destroyed && !stream.writableEnded) stream.end(); },
-      destroy: () => { if (!stream.destroyed) stream.close(stream.writableEnded ? NGHTTP2_NO_ERROR : NGHTTP2_CANCEL); },
+      write: (d) => {
+        if (stream.destroyed || stream.writableEnded) return true;
+        if (catcher === null) return send(d);
+        const got = catcher.feed(d);
+        for (const h of got.heads) this.caughtHead(h);
+        if (got.error !== null) {
+          catcher = null;
+          const level = got.error.level === 'error' ? APLOG_ERR : got.error.level === 'warn' ? APLOG_WARNING : APLOG_DEBUG;
+          this.request?.log('http2', level, got.error.message);
+          if (!stream.destroyed) stream.close(NGHTTP2_INTERNAL_ERROR);
+          return true;
+        }
+        if (got.rest === null) return true;
+        catcher = null;
+        return send(got.rest);
+      },
+      end: () => {
+        if (stream.destroyed || stream.writableEnded) return;
+        if (stream.readableEnded) { stream.end(); return; }
+        stream.once('end', () => { if (!stream.destroyed && !stream.writableEnded) stream.end(); });
+      },
+      // The tunnel is over: END_STREAM after what is queued, then RST_STREAM(NO_ERROR) if the
+      // client has not ended its side (as httpd ends a stream whose request is done).
+      destroy: () => { if (!stream.destroyed) stream.close(NGHTTP2_NO_ERROR); },
       pause: () => { stream.pause(); },
       resume: () => { stream.resume(); },
       onData: (fn) => { stream.on('data', (d: Buffer) => { this.bytesIn += d.length; fn(d); }); },
@@ -252,6 +289,18 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
       onDrain: (fn) => { stream.once('drain', fn); },
       get destroyed() { return stream.destroyed || stream.closed; },
     };
+  }
+  /** A response head a tunnel's handler wrote: interim ones as such, the final one as the
+   *  stream's response (no Date or Server added, as measured on Apache 2.4.71). */
+  private caughtHead(h: H1Head): void {
+    if (this.destroyed || this.stream.headersSent) return;
+    const fields = new HeaderTable();
+    for (const [n, v] of h.fields) fields.add(n, v);
+    if (h.status < 200) {
+      try { this.stream.additionalHeaders(responseFields(h.status, fields, undefined, undefined, false, null)); } catch { /* closed */ }
+      return;
+    }
+    this.respond(responseFields(h.status, fields, undefined, undefined, false, null), false);
   }
   end(): void {
     if (this.destroyed) return;
@@ -422,17 +471,50 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
   // H2WebSockets (RFC 8441, h2_ws_rewrite_request): an extended CONNECT for a WebSocket with
   // :scheme and :path is served as the HTTP/1.1 handshake, a GET with Upgrade: websocket and
   // a key of the server's, so that mod_proxy_http (ws:// or upgrade=websocket) tunnels it.
-  const ws = h.method === 'CONNECT' && h.protocol === 'websocket' && session.webSockets
-    && h.scheme !== undefined && h.path !== '' ? wsKey() : null;
-  if (ws !== null) {
+  const tag = (): string => `h2_stream(${process.pid}-${session.c1.id}-${st.stream.id ?? 0},IDLE)`;
+  // CONNECT, whatever its case (h2_stream_end_headers, RFC 9113 8.5): an extended one must
+  // be a WebSocket's with :scheme and :path; a plain one has neither. nghttp2 resets the
+  // stream first when the method is "CONNECT" itself; these answer the other spellings.
+  const isConnect = h.method.toUpperCase() === 'CONNECT';
+  let refused = 0;
+  if (isConnect && h.protocol !== undefined) {
+    if (h.protocol !== 'websocket') {
+      r.log('http2', APLOG_DEBUG, `AH10460: ':protocol: ${h.protocol}' header present in ${h.method} request`);
+      refused = 501;
+    } else if (h.scheme === undefined || h.path === '') {
+      r.log('http2', APLOG_INFO, `AH10457: ${tag()}: Request to websocket CONNECT without :scheme or :path, sending 400 answer`);
+      refused = 400;
+    }
+  } else if (isConnect && (h.scheme !== undefined || h.path !== '')) {
+    r.log('http2', APLOG_INFO, `AH10384: ${tag()}: Request to CONNECT with :scheme or :path specified, sending 400 answer`);
+    refused = 400;
+  }
+  const ws = refused === 0 && isConnect && h.protocol === 'websocket' && session.webSockets ? wsKey() : null;
+  // A plain CONNECT: a tunnel to :authority (mod_proxy_connect), the stream's DATA its bytes.
+  const tunnel = refused === 0 && ws === null && isConnect;
+  if (refused !== 0) {
+    // Refused before the request is made (h2_create_request_rec's "die"): the request line
+    // is the method and the path as sent.
+    parseRequestLine(r, `${h.method} ${h.path === '' ? '(null)' : h.path} HTTP/2.0`, strict, coreServer(s), target);
+    st0 = refused;
+  } else if (ws !== null) {
     st.ws = { accept: ws.accept };
     st0 = parseRequestLine(r, `GET ${h.path} HTTP/2.0`, strict, coreServer(s), target);
-  } else if (h.method === 'CONNECT') {
-    // Not a request mod_http2 serves without H2ProxyRequests and a proxy: 405 as httpd.
-    r.theRequest = `CONNECT ${h.authority ?? ''} HTTP/2.0`;
-    r.method = 'CONNECT';
-    r.uri = h.authority ?? '';
-    st0 = 405;
+  } else if (tunnel) {
+    // The authority-form request line; :authority does not become a Host field.
+    st0 = parseRequestLine(r, `${h.method} ${h.authority ?? ''} HTTP/2.0`, strict, coreServer(s), target);
+    // (An extended CONNECT that H2WebSockets did not take still has them.)
+    if (h.scheme !== undefined) {
+      r.log('http2', APLOG_DEBUG, `AH10458: ':scheme: ${h.scheme}' header present in CONNECT request`);
+      st0 = 400;
+    } else if (h.path !== '') {
+      r.log('http2', APLOG_DEBUG, `AH10459: ':path: ${h.path}' header present in CONNECT request`);
+      st0 = 400;
+    }
+  } else if (h.protocol !== undefined) {
+    r.log('http2', APLOG_DEBUG, `AH10470: ':protocol: ${h.protocol}' header present in ${h.method} request`);
+    parseRequestLine(r, `${h.method} ${h.path === '' ? '/' : h.path} HTTP/2.0`, strict, coreServer(s), target);
+    st0 = 400;
   } else if (session.proxyRequests) {
     // H2ProxyRequests on (h2_request_create_rec): the request line carries the absolute URL
     // made of :scheme, :authority and :path, which mod_proxy's forward proxy then takes as it
@@ -458,7 +540,6 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
   let headerBytes = 0;
   // LimitRequestFields and LimitRequestFieldSize apply to the stream's fields (mod_http2
   // answers 431 Request Header Fields Too Large).
-  const tag = (): string => `h2_stream(${process.pid}-${session.c1.id}-${st.stream.id ?? 0},IDLE)`;
   if (st0 === OK && s.limitRequestFields > 0 && h.fields.length > s.limitRequestFields) {
     r.log('http2', APLOG_INFO, `AH10181: ${tag()}: Number of request headers exceeds LimitRequestFields(${s.limitRequestFields})`);
     st0 = 431;
@@ -476,7 +557,8 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
       r.headersIn.merge(name, value);
     }
   }
-  if (h.authority !== undefined && !r.headersIn.has('host')) r.headersIn.set('Host', h.authority);
+  // :authority stands for Host, except on a CONNECT (of any spelling: h2's assign_headers).
+  if (h.authority !== undefined && !r.headersIn.has('host') && !(isConnect && ws === null)) r.headersIn.set('Host', h.authority);
   if (ws !== null) {
     r.headersIn.set('Upgrade', 'websocket');
     r.headersIn.add('Connection', 'Upgrade');
@@ -486,7 +568,10 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
   r.headerOnly = r.method === 'HEAD';
   // The body: its declared length, or as chunked (mod_http2 marks a request without
   // Content-Length whose HEADERS did not end the stream as having a body of unknown length).
-  if (!h.ended && ws === null) {
+  if (isConnect && ws === null) {
+    // No body (no Content-Length guards for a CONNECT): what the client sends on the stream
+    // is the tunnel's (ConnRec.detach); a refused one is answered without reading it.
+  } else if (!h.ended && ws === null) {
     const cl = r.headersIn.get('content-length');
     let length = -1;
     // A body of unknown length is announced to the HTTP/1.1 processing as chunked
@@ -500,7 +585,7 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
       }
     }
     r.body = streamBody(st, r, length);
-  } else if (ws === null && r.method !== 'CONNECT') {
+  } else if (ws === null) {
     // HEADERS ended the stream: no body will come. With a Content-Type and no Content-Length,
     // mod_http2 says so with an explicit "Content-Length: 0" (h2_create_request_rec), which
     // CGI's CONTENT_LENGTH and the proxied request show.
@@ -523,7 +608,11 @@ export function serveStream(st: H2Stream, h: StreamHead): Promise<void> {
   const candidates = session.candidates;
   const host = r.headersIn.get('host');
   let hostname: string | undefined;
-  if (st0 === OK && host !== undefined) {
+  if (st0 === OK && tunnel) {
+    // The host to connect to names the virtual host (ap_parse_uri of an authority-form target).
+    hostname = fixHostname(r, undefined, strict);
+    if (hostname === undefined) st0 = 400;
+  } else if (st0 === OK && host !== undefined) {
     hostname = fixHostname(r, host, strict);
     if (hostname === undefined) st0 = 400;
   }

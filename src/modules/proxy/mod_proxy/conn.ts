@@ -593,14 +593,27 @@ export function tunnel(client: RawStream, c: BackendConn, idle: number): Promise
       if (!client.write(d)) { be.pause(); client.onDrain(() => be.resume()); }
     });
     client.onData((d: Buffer) => {
-      arm(); toBackend += d.length;
+      arm();
+      if (be.destroyed) return;
+      toBackend += d.length;
       if (!be.write(d)) { client.pause(); be.once('drain', () => client.resume()); }
     });
     be.resume();
     client.resume();
+    // An end of one side is passed on as the end of the other's writing; the tunnel is over
+    // once both sides ended (or either fails, or nothing moves for `idle`): a backend that
+    // closes first leaves the client's side open until the client ends it (httpd's
+    // ap_proxy_tunnel_run keeps reading the client after the origin's read shutdown).
+    let clientEnded = false;
+    let backendGone = false;
     be.on('end', () => { if (!client.destroyed) client.end(); });
-    client.onEnd(() => { if (!be.destroyed) be.end(); });
-    be.on('close', finish);
+    client.onEnd(() => { clientEnded = true; if (backendGone) finish(); else if (!be.destroyed) be.end(); });
+    be.on('close', () => {
+      backendGone = true;
+      if (clientEnded || client.destroyed) { finish(); return; }
+      // What the client still sends goes nowhere; its end is still waited for.
+      client.resume();
+    });
     client.onClose(finish);
     be.on('error', finish);
   });
