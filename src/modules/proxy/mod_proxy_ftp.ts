@@ -24,6 +24,7 @@ import { signature } from '../../server/http/response.js';
 import { coreDir } from '../../server/core/core-module.js';
 import { noMethodsAllow } from '../../server/core/core-hooks.js';
 import { proxyApi } from './scheme-call.js';
+import { aprBase64Decode } from '../../lib/apr-base64.js';
 import type { ProxyApi, ProxyConn, ProxySchemeProvider, ProxyServerConf, ProxyWorker } from '../../proxy/api.js';
 import {
   FtpReplyParser, checkFtpString, decodeEnc, escapeGlobbing, hasGlobbing, listLineToHtml, listingFooter, listingHeader,
@@ -143,10 +144,11 @@ function getwordConf(s: string): string {
   return s.slice(i, j);
 }
 
-/** apr_pbase64decode: the characters of the alphabet up to the first other one. */
+/** ap_pbase64decode: APR's decoder, the result a C string (up to a NUL). */
 function base64Decode(s: string): string {
-  const m = /^[A-Za-z0-9+/]*/.exec(s)![0];
-  return Buffer.from(m, 'base64').toString('latin1');
+  const d = aprBase64Decode(s).toString('latin1');
+  const z = d.indexOf('\0');
+  return z < 0 ? d : d.slice(0, z);
 }
 
 /** The request's own URI as apr_uri_parse saw it (r->parsed_uri): the absolute URI of a forward
@@ -418,8 +420,11 @@ async function ftpHandle(r: Request, api: ProxyApi, worker: ProxyWorker, conf: P
     let rep = await ctl.command(null);
     if (lost(rep.code)) return fail(502, READ_ERR);
     if (rep.code === 120) {
-      const m = /(?:^|\s)(\d+)/.exec(rep.message);
-      if (m !== null) r.headersOut.add('Retry-After', String(60 * Number(m[1])));
+      // DIFFERENCE: httpd's scan for the minutes never moves past the first character: a text
+      // that starts with a number gives Retry-After, any other text loops for ever. plume
+      // answers such a text without Retry-After.
+      const m = /^\d+/.exec(rep.message);
+      if (m !== null) r.headersOut.add('Retry-After', String(60 * Number(m[0])));
       return fail(503, rep.message);
     }
     if (rep.code !== 220) return fail(502, rep.message);
