@@ -10,6 +10,9 @@
 
 import type { ConfigContext } from './config/context.js';
 import type { ServerRec } from './server-rec.js';
+import type { MaybePromise } from './module.js';
+import type { Request } from './request/request.js';
+import type { StatusWriter } from './status-hook.js';
 
 /** What the user of a cache tells the provider about the objects (ap_socache_hints). */
 export interface SocacheHints {
@@ -27,8 +30,12 @@ export interface SocacheInstance {
   /** The object, or null when absent, expired or the cache could not be read. */
   retrieve(id: Buffer): Promise<Buffer | null>;
   remove(id: Buffer): Promise<void>;
-  /** One line for mod_status / -S style reports. */
-  status(): string;
+  /**
+   * The provider's part of the server-status page (ap_socache_provider_t's status), called
+   * by the cache's user from its status hook: HTML, or with AP_STATUS_SHORT in `flags` the
+   * ?auto form's "Key: value" lines, worded as the httpd provider words them.
+   */
+  status(r: Request, flags: number, put: StatusWriter): MaybePromise<void>;
   /** Releases files and connections (the configuration generation ends). */
   destroy(): Promise<void>;
 }

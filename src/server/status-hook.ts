@@ -6,6 +6,7 @@
 
 import type { ConfigContext } from './config/context.js';
 import type { Request } from './request/request.js';
+import type { MaybePromise } from './module.js';
 
 /** AP_STATUS_SHORT: the ?auto form (plain "Key: value" lines, no HTML). */
 export const AP_STATUS_SHORT = 0x1;
@@ -18,8 +19,9 @@ export const AP_STATUS_EXTENDED = 0x4;
 export type StatusWriter = (text: string) => void;
 
 export interface StatusHookProvider {
-  /** Adds this module's part of the page for request `r`; `flags` holds AP_STATUS_* bits. */
-  status(r: Request, flags: number, put: StatusWriter): void;
+  /** Adds this module's part of the page for request `r`; `flags` holds AP_STATUS_* bits. A
+   *  section that asks a server first (a memcached's statistics) returns a promise. */
+  status(r: Request, flags: number, put: StatusWriter): MaybePromise<void>;
 }
 
 declare module './module.js' {
@@ -40,7 +42,13 @@ export function statusHooks(ctx: ConfigContext): readonly StatusHookProvider[] {
   return hooks;
 }
 
-/** ap_run_status_hook: every module's section, in order. */
-export function runStatusHooks(r: Request, flags: number, put: StatusWriter): void {
-  for (const h of statusHooks(r.rt.ctx)) h.status(r, flags, put);
+/** ap_run_status_hook: every module's section, in order (one after the other when a section
+ *  waits for something); synchronous while every section is. */
+export function runStatusHooks(r: Request, flags: number, put: StatusWriter, from = 0): MaybePromise<void> {
+  const hooks = statusHooks(r.rt.ctx);
+  for (let i = from; i < hooks.length; i++) {
+    const w = hooks[i]!.status(r, flags, put);
+    if (w instanceof Promise) return w.then(() => runStatusHooks(r, flags, put, i + 1));
+  }
+  return undefined;
 }

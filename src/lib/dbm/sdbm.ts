@@ -305,6 +305,15 @@ export class Sdbm {
     writeReplacing(name + DIRFEXT, this.dirf, mode);
     writeReplacing(name + PAGFEXT, this.pagf, mode);
   }
+
+  /** Rewrites the existing NAME.dir and NAME.pag in place (for a process that may write the
+   *  files but not create others beside them). */
+  saveInPlace(name: string): void {
+    fs.writeFileSync(name + DIRFEXT, this.dirf, { flag: 'r+' });
+    fs.truncateSync(name + DIRFEXT, this.dirf.length);
+    fs.writeFileSync(name + PAGFEXT, this.pagf, { flag: 'r+' });
+    fs.truncateSync(name + PAGFEXT, this.pagf.length);
+  }
 }
 
 /** Writes `data` to `file` through a temporary file in the same directory and a rename. */

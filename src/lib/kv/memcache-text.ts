@@ -4,9 +4,10 @@
 // a get's reply is zero or one VALUE block then END; set answers STORED / NOT_STORED; delete
 // DELETED / NOT_FOUND; any command may get ERROR, CLIENT_ERROR or SERVER_ERROR lines.
 
-export type McCommand = 'get' | 'set' | 'delete';
+export type McCommand = 'get' | 'set' | 'delete' | 'stats';
 export type McReply =
   | { readonly t: 'value'; readonly v: Buffer | null }
+  | { readonly t: 'stats'; readonly v: ReadonlyMap<string, string> }
   | { readonly t: 'status'; readonly v: string }
   | { readonly t: 'error'; readonly v: string };
 
@@ -26,6 +27,7 @@ export function encodeGet(key: string): Buffer {
 export function encodeSet(key: string, exptime: number, data: Buffer): Buffer {
   return Buffer.concat([Buffer.from(`set ${key} 0 ${exptime} ${data.length}\r\n`, 'latin1'), data, CRLF]);
 }
+export const STATS_COMMAND: Buffer = Buffer.from('stats\r\n', 'latin1');
 export function encodeDelete(key: string): Buffer {
   return Buffer.from(`delete ${key}\r\n`, 'latin1');
 }
@@ -61,6 +63,7 @@ export class McParser {
     if (line === 'ERROR' || line.startsWith('CLIENT_ERROR') || line.startsWith('SERVER_ERROR')) {
       return { reply: { t: 'error', v: line }, next };
     }
+    if (cmd === 'stats') return this.stats();
     if (cmd !== 'get') {
       if (!/^[A-Z_]+$/.test(line)) throw new McProtocolError(`unexpected reply '${line.slice(0, 40)}'`);
       return { reply: { t: 'status', v: line }, next };
@@ -77,5 +80,24 @@ export class McParser {
       throw new McProtocolError('value not terminated by END');
     }
     return { reply: { t: 'value', v: Buffer.from(this.buf.subarray(next, end)) }, next: end + 7 };
+  }
+
+  /** "STAT name value" lines up to END (the whole reply, or null until it is here). */
+  private stats(): { reply: McReply; next: number } | null {
+    const v = new Map<string, string>();
+    let at = 0;
+    for (;;) {
+      const nl = this.buf.indexOf(CRLF, at);
+      if (nl < 0) {
+        if (this.buf.length > 256 * 1024) throw new McProtocolError('stats too long');
+        return null;
+      }
+      const line = this.buf.toString('latin1', at, nl);
+      at = nl + 2;
+      if (line === 'END') return { reply: { t: 'stats', v }, next: at };
+      const m = /^STAT (\S+) (.*)$/.exec(line);
+      if (m === null) throw new McProtocolError(`unexpected reply '${line.slice(0, 40)}'`);
+      v.set(m[1]!, m[2]!);
+    }
   }
 }

@@ -7,7 +7,8 @@
 //
 // DIFFERENCE: the object's layout is plume's own (entry.ts), as for mod_cache_disk.
 
-import { defineModule, directive, MODULE_API_VERSION, RSRC_CONF, ACCESS_CONF, type ModuleDecl } from '../../server/module.js';
+import { defineModule, directive, MODULE_API_VERSION, RSRC_CONF, ACCESS_CONF, type ModuleDecl, type MaybePromise } from '../../server/module.js';
+import { AP_STATUS_SHORT, type StatusWriter } from '../../server/status-hook.js';
 import type { Request } from '../../server/request/request.js';
 import { HeaderTable } from '../../server/request/headers.js';
 import type { Brigade } from '../../server/filters.js';
@@ -243,6 +244,25 @@ function seconds(field: 'maxtime' | 'mintime', message: string) {
   };
 }
 
+/** socache_status_hook: the cache's provider's figures in a "mod_cache_socache Status" box
+ *  (or after a "ModCacheSocacheStatus" line with ?auto); nothing when no cache is open. */
+function statusHook(r: Request, flags: number, put: StatusWriter): MaybePromise<void> {
+  const c = instance;
+  if (c === null) return undefined;
+  const short = (flags & AP_STATUS_SHORT) !== 0;
+  put(short ? 'ModCacheSocacheStatus\n' : STATUS_HEAD);
+  const w = c.status(r, flags, put);
+  if (short) return w;
+  if (w instanceof Promise) return w.then(() => put(STATUS_TAIL));
+  put(STATUS_TAIL);
+  return undefined;
+}
+
+const STATUS_HEAD = '<hr>\n<table cellspacing=0 cellpadding=0>\n<tr><td bgcolor="#000000">\n' +
+  '<b><font color="#ffffff" face="Arial,Helvetica">mod_cache_socache Status:</font></b>\n' +
+  '</td></tr>\n<tr><td bgcolor="#ffffff">\n';
+const STATUS_TAIL = '</td></tr>\n</table>\n';
+
 async function openCache(ctx: ConfigContext): Promise<string | undefined> {
   const spec = self.server(ctx.mainServer).spec;
   if (spec === undefined) return undefined;
@@ -316,7 +336,10 @@ const self = defineModule<SocacheServer, SocacheDir>({
       if (c !== null) await c.destroy();
     },
   },
-  providers: [{ group: 'cache', name: 'socache', version: '0', provider }],
+  providers: [
+    { group: 'cache', name: 'socache', version: '0', provider },
+    { group: 'status_hook', name: 'mod_cache_socache', version: '0', provider: { status: statusHook } },
+  ],
 });
 
 export default self;

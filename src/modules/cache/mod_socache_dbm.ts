@@ -9,17 +9,23 @@
 // DIFFERENCE: httpd serialises access through a global mutex; here each operation reads the
 // database, changes it and writes it back through a rename, so readers never see a torn file
 // and a store racing another process's may be lost (a cache miss later, never wrong data).
+// The parent running as root gives the files to User (httpd's try_chown); workers that may
+// not create files in the directory rewrite the files in place (a reader meeting a file
+// half-written reads a miss).
 
 import * as fs from 'node:fs';
 import { defineModule, MODULE_API_VERSION } from '../../server/module.js';
 import type { SocacheInstance, SocacheProvider, SocacheSpec } from '../../server/socache.js';
 import type { ServerRec } from '../../server/server-rec.js';
+import type { Request } from '../../server/request/request.js';
+import { AP_STATUS_SHORT, type StatusWriter } from '../../server/status-hook.js';
 import { Sdbm, PAIRMAX, DIRFEXT, PAGFEXT } from '../../lib/dbm/index.js';
 import { APLOG_DEBUG, APLOG_ERR } from '../../server/log/levels.js';
 import { logServer } from './socache-common.js';
+import type { ConfigContext } from '../../server/config/context.js';
+import { unixdConfig } from '../arch/unix/mod_unixd.js';
 
 class DbmCache implements SocacheInstance {
-  private stores = 0;
   constructor(private readonly s: ServerRec, private readonly file: string, private readonly owner: boolean) {}
 
   private load(): Sdbm | null {
@@ -28,7 +34,15 @@ class DbmCache implements SocacheInstance {
 
   private save(db: Sdbm): boolean {
     try {
-      db.save(this.file, 0o600);
+      try {
+        db.save(this.file, 0o600);
+      } catch (e) {
+        // A worker running as User may not create files in the directory (httpd's workers
+        // write the files the parent gave them): the files are rewritten in place.
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== 'EACCES' && code !== 'EPERM') throw e;
+        db.saveInPlace(this.file);
+      }
       return true;
     } catch (e) {
       logServer(this.s, 'socache_dbm', APLOG_ERR, `AH00807: Cannot open socache DBM file \`${this.file}' for writing (store)`);
@@ -49,7 +63,6 @@ class DbmCache implements SocacheInstance {
       logServer(this.s, 'socache_dbm', APLOG_ERR, `AH00808: Cannot store socache object to DBM file \`${this.file}'`);
       return false;
     }
-    this.stores++;
     return this.save(db);
   }
 
@@ -80,17 +93,44 @@ class DbmCache implements SocacheInstance {
     if (dropped > 0) this.save(db);
   }
 
-  status(): string {
-    let count = 0;
+  /** socache_dbm_status: every entry of the file (expired ones too) and the size of their
+   *  values, as httpd counts them. */
+  status(_r: Request, flags: number, put: StatusWriter): void {
+    let elts = 0;
     let size = 0;
     const db = this.load();
-    if (db !== null) for (const k of db.keys()) { count++; size += db.fetch(k)?.length ?? 0; }
-    return `cache type: DBM, maximum size: unlimited, current entries: ${count}, current size: ${size} bytes, stores in this process: ${this.stores}`;
+    if (db !== null) {
+      for (const k of db.keys()) {
+        const v = db.fetch(k);
+        if (v === undefined) continue;
+        elts++;
+        size += v.length;
+      }
+    }
+    const avg = size > 0 && elts > 0 ? Math.trunc(size / elts) : 0;
+    if ((flags & AP_STATUS_SHORT) === 0) {
+      put('cache type: <b>DBM</b>, maximum size: <b>unlimited</b><br>');
+      put(`current entries: <b>${elts}</b>, current size: <b>${size}</b> bytes<br>`);
+      put(`average entry size: <b>${avg}</b> bytes<br>`);
+    } else {
+      put('CacheType: DBM\nCacheMaximumSize: unlimited\n');
+      put(`CacheCurrentEntries: ${elts}\nCacheCurrentSize: ${size}\nCacheAvgEntrySize: ${avg}\n`);
+    }
   }
 
   async destroy(): Promise<void> {
     if (!this.owner) return;
     for (const ext of [DIRFEXT, PAGFEXT]) { try { fs.unlinkSync(this.file + ext); } catch { /* gone */ } }
+  }
+}
+
+/** try_chown: the parent running as root gives the files to the User the workers run as. */
+function chownToUser(ctx: ConfigContext, file: string): void {
+  if (process.geteuid?.() !== 0 || !ctx.isLoaded('unixd_module')) return;
+  const u = unixdConfig(ctx);
+  if (u.userId === 0xffffffff) return;
+  for (const ext of [DIRFEXT, PAGFEXT]) {
+    try { fs.chownSync(file + ext, u.userId, -1); } catch { /* the workers will log why they cannot write */ }
   }
 }
 
@@ -100,11 +140,12 @@ const provider: SocacheProvider = {
     const file = ctx.serverRootRelative(arg);
     return {
       provider: 'dbm',
-      async init(_c, s, _namespace, _hints, create) {
+      async init(c, s, _namespace, _hints, create) {
         const cache = new DbmCache(s, file, create);
         if (create) {
           try {
             Sdbm.empty().save(file, 0o600);
+            chownToUser(c, file);
           } catch {
             const text = `AH00804: Cannot create socache DBM file \`${file}'`;
             logServer(s, 'socache_dbm', APLOG_ERR, text);

@@ -12,7 +12,7 @@ import type { SocacheProvider, SocacheSpec } from '../../server/socache.js';
 import type { ServerRec } from '../../server/server-rec.js';
 import { APLOG_WARNING } from '../../server/log/levels.js';
 import { KvClient, type KvAddress } from '../../lib/kv/client.js';
-import { McParser, encodeDelete, encodeGet, encodeSet, validKey, type McCommand, type McReply } from '../../lib/kv/memcache-text.js';
+import { McParser, STATS_COMMAND, encodeDelete, encodeGet, encodeSet, validKey, type McCommand, type McReply } from '../../lib/kv/memcache-text.js';
 import { logServer, NetworkCache, serverClients, ttlDirective, type NetworkCacheWords } from './socache-common.js';
 
 interface MemcacheServerConfig {
@@ -53,6 +53,55 @@ class MemcacheCache extends NetworkCache<McCommand, McReply> {
     const r = await c.request(encodeDelete(key), 'delete');
     return r !== null && r.t === 'status' && r.v === 'DELETED';
   }
+
+  protected async serverStatus(c: McClient, short: boolean, br: string): Promise<string | null> {
+    const r = await c.request(STATS_COMMAND, 'stats');
+    if (r === null || r.t !== 'stats') return null;
+    return memcacheStatus(r.v, short, br);
+  }
+}
+
+/** apr_memcache_stats' reading of a 32-bit figure (strtoul into an apr_uint32_t). */
+function u32(v: string | undefined): number {
+  const n = Number.parseInt(v ?? '0', 10);
+  return Number.isFinite(n) ? n >>> 0 : 0;
+}
+
+/** A 64-bit figure (apr_atoi64). */
+function u64(v: string | undefined): string {
+  return /^\d+/.exec(v ?? '')?.[0] ?? '0';
+}
+
+/** stat_read_rtime: "seconds.microseconds" as an apr_time_t, printed as httpd casts it (unsigned). */
+function rtime(v: string | undefined): number {
+  const [secs, usecs] = (v ?? '').split(/[:.]/).filter((x) => x !== '');
+  if (secs === undefined || usecs === undefined) return 0;
+  return (Number.parseInt(secs, 10) * 1e6 + Number.parseInt(usecs, 10)) % 4294967296;
+}
+
+/** socache_mc_status' lines for one server. */
+export function memcacheStatus(st: ReadonlyMap<string, string>, short: boolean, br: string): string {
+  const g = (k: string): number => u32(st.get(k));
+  const version = st.get('version') ?? '';
+  const hrs = Math.trunc(g('uptime') / 3600);
+  if (!short) {
+    return `<b>Version:</b> <i>${version}</i> [${g('pointer_size')} bits], PID: <i>${g('pid')}</i>, Uptime: <i>${hrs} hrs</i> <br />\n` +
+      `<b>Clients::</b> Structures: <i>${g('connection_structures')}</i>, Total: <i>${g('total_connections')}</i>, Current: <i>${g('curr_connections')}</i> <br />\n` +
+      `<b>Storage::</b> Total Items: <i>${g('total_items')}</i>, Current Items: <i>${g('curr_items')}</i>, Bytes: <i>${u64(st.get('bytes'))}</i> <br />\n` +
+      `<b>CPU::</b> System: <i>${rtime(st.get('rusage_system'))}</i>, User: <i>${rtime(st.get('rusage_user'))}</i> <br />\n` +
+      `<b>Cache::</b> Gets: <i>${g('cmd_get')}</i>, Sets: <i>${g('cmd_set')}</i>, Hits: <i>${g('get_hits')}</i>, Misses: <i>${g('get_misses')}</i> <br />\n` +
+      `<b>Net::</b> Input bytes: <i>${u64(st.get('bytes_read'))}</i>, Output bytes: <i>${u64(st.get('bytes_written'))}</i> <br />\n` +
+      `<b>Misc::</b> Evictions: <i>${u64(st.get('evictions'))}</i>, MaxMem: <i>${g('limit_maxbytes')}</i>, Threads: <i>${g('threads')}</i> <br />\n` +
+      '<hr><br />\n';
+  }
+  const i32 = (k: string): number => g(k) | 0;
+  return `Version: ${version} [${g('pointer_size')} bits], PID: ${g('pid')}, Uptime: ${hrs} hrs ${br}\n` +
+    `Clients:: Structures: ${i32('connection_structures')}, Total: ${i32('total_connections')}, Current: ${g('curr_connections')} ${br}\n` +
+    `Storage:: Total Items: ${g('total_items')}, Current Items: ${g('curr_items')}, Bytes: ${u64(st.get('bytes'))} ${br}\n` +
+    `CPU:: System: ${rtime(st.get('rusage_system'))}, User: ${rtime(st.get('rusage_user'))} ${br}\n` +
+    `Cache:: Gets: ${g('cmd_get')}, Sets: ${g('cmd_set')}, Hits: ${g('get_hits')}, Misses: ${g('get_misses')} ${br}\n` +
+    `Net:: Input bytes: ${u64(st.get('bytes_read'))}, Output bytes: ${u64(st.get('bytes_written'))} ${br}\n` +
+    `Misc:: Evictions: ${u64(st.get('evictions'))}, MaxMem: ${g('limit_maxbytes')}, Threads: ${g('threads')} ${br}\n`;
 }
 
 function createServerConfig(): MemcacheServerConfig {

@@ -53,6 +53,53 @@ class RedisCache extends NetworkCache<null, RespReply> {
     const r = await c.request(encodeCommand(['DEL', key]), null);
     return r !== null && r.t === 'int' && r.v === 1;
   }
+
+  protected async serverStatus(c: RdClient, short: boolean, br: string): Promise<string | null> {
+    const r = await c.request(INFO, null);
+    if (r === null || r.t !== 'bulk' || r.v === null) return null;
+    return redisStatus(r.v.toString('latin1'), short, br);
+  }
+}
+
+const INFO = encodeCommand(['INFO']);
+
+/** socache_rd_status' lines for one server, from its INFO text (read as apr_redis_stats reads
+ *  it: 32-bit figures as unsigned 32-bit numbers, the CPU seconds as whole seconds). */
+export function redisStatus(info: string, short: boolean, br: string): string {
+  const kv = new Map<string, string>();
+  for (const line of info.split('\r\n')) {
+    const at = line.indexOf(':');
+    if (at > 0 && !line.startsWith('#')) kv.set(line.slice(0, at), line.slice(at + 1));
+  }
+  const u32 = (k: string): number => (Number.parseInt(kv.get(k) ?? '0', 10) || 0) >>> 0;
+  const i32 = (k: string): number => u32(k) | 0;
+  const u64 = (k: string): string => /^\d+/.exec(kv.get(k) ?? '')?.[0] ?? '0';
+  const [major, minor, patch] = (kv.get('redis_version') ?? '').split('.').map((x) => (Number.parseInt(x, 10) || 0) >>> 0);
+  const version = `${major ?? 0}.${minor ?? 0}.${patch ?? 0}`;
+  const hrs = Math.trunc(u32('uptime_in_seconds') / 3600);
+  const roleWord = kv.get('role');
+  const role = roleWord === 'master' ? 'master' : roleWord === 'slave' ? 'slave' : 'unknown';
+  const cluster = u32('cluster_enabled') !== 0 ? 'yes' : 'no';
+  if (!short) {
+    return `<b>General::</b> Version: <i>${version}</i> [${u32('arch_bits')} bits], PID: <i>${u32('process_id')}</i>, Uptime: <i>${hrs} hrs</i> <br />\n` +
+      `<b>Clients::</b> Connected: <i>${i32('connected_clients')}</i>, Blocked: <i>${i32('blocked_clients')}</i> <br />\n` +
+      `<b>Memory::</b> Total: <i>${u64('total_system_memory')}</i>, Max: <i>${u64('maxmemory')}</i>, Used: <i>${u64('used_memory')}</i> <br />\n` +
+      `<b>CPU::</b> System: <i>${u32('used_cpu_sys')}</i>, User: <i>${u32('used_cpu_user')}</i><br />\n` +
+      `<b>Connections::</b> Recd: <i>${u64('total_connections_received')}</i>, Processed: <i>${u64('total_commands_processed')}</i>, Rejected: <i>${u64('rejected_connections')}</i> <br />\n` +
+      `<b>Cache::</b> Hits: <i>${u64('keyspace_hits')}</i>, Misses: <i>${u64('keyspace_misses')}</i> <br />\n` +
+      `<b>Net::</b> Input bytes: <i>${u64('total_net_input_bytes')}</i>, Output bytes: <i>${u64('total_net_output_bytes')}</i> <br />\n` +
+      // httpd prints the connected clients as the connected slaves.
+      `<b>Misc::</b> Role: <i>${role}</i>, Connected Slaves: <i>${u32('connected_clients')}</i>, Is Cluster?: <i>${cluster}</i> \n` +
+      '<hr><br />\n';
+  }
+  return `Version: ${version} [${u32('arch_bits')} bits], PID: ${u32('process_id')}, Uptime: ${hrs} hrs ${br}\n` +
+    `Clients:: Connected: ${i32('connected_clients')}, Blocked: ${i32('blocked_clients')} ${br}\n` +
+    `Memory:: Total: ${u64('total_system_memory')}, Max: ${u64('maxmemory')}, Used: ${u64('used_memory')} ${br}\n` +
+    `CPU:: System: ${u32('used_cpu_sys')}, User: ${u32('used_cpu_user')} ${br}\n` +
+    `Connections:: Recd: ${u64('total_connections_received')}, Processed: ${u64('total_commands_processed')}, Rejected: ${u64('rejected_connections')} ${br}\n` +
+    `Cache:: Hits: ${u64('keyspace_hits')}, Misses: ${u64('keyspace_misses')} ${br}\n` +
+    `Net:: Input bytes: ${u64('total_net_input_bytes')}, Output bytes: ${u64('total_net_output_bytes')} ${br}\n` +
+    `Misc:: Role: ${role}, Connected Slaves: ${u32('connected_clients')}, Is Cluster?: ${cluster} ${br}\n`;
 }
 
 function createServerConfig(): RedisServerConfig {

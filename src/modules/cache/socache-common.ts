@@ -2,10 +2,12 @@
 // (httpd's "namespace:" + hex id), a server-scoped log line, the "TTL"/timeout directive
 // argument as ap_timeout_parameter_parse reads it, and the plumbing of the network caches
 // (memcache, redis): one client per listed server, the key's server by apr's CRC-32 hash,
-// store/retrieve/remove with httpd's log lines, the status lines.
+// store/retrieve/remove with httpd's log lines, each server's status lines.
 
 import type { ServerRec } from '../../server/server-rec.js';
 import type { SocacheInstance } from '../../server/socache.js';
+import type { Request } from '../../server/request/request.js';
+import { AP_STATUS_SHORT, type StatusWriter } from '../../server/status-hook.js';
 import { APLOG_CRIT, APLOG_DEBUG, APLOG_ERR, levelFor } from '../../server/log/levels.js';
 import { parseServer, type KvAddress, type KvClient } from '../../lib/kv/client.js';
 
@@ -131,8 +133,19 @@ export abstract class NetworkCache<Tag, Reply> implements SocacheInstance {
     logServer(this.s, w.module, APLOG_DEBUG, `${w.codes.del}: ${w.prefix}: error deleting key '${key}' `);
   }
 
-  status(): string {
-    return this.clients.map((c) => `${this.words.label}: ${c.addr.host}:${c.addr.port} [${c.up ? 'Up' : 'Down'}]`).join('\n');
+  /** The statistics the server gives (memcached's "stats", Redis' INFO) as the provider's
+   *  status function prints them, or null when the server did not answer. */
+  protected abstract serverStatus(c: KvClient<Tag, Reply>, short: boolean, br: string): Promise<string | null>;
+
+  /** socache_mc_status / socache_rd_status: each server's line, then what it says of itself. */
+  async status(_r: Request, flags: number, put: StatusWriter): Promise<void> {
+    const short = (flags & AP_STATUS_SHORT) !== 0;
+    const br = short ? '' : '<br />';
+    for (const c of this.clients) {
+      put(`${this.words.label}: ${c.addr.host}:${c.addr.port} [${c.up ? 'Up' : 'Down'}]${br}\n`);
+      const text = await this.serverStatus(c, short, br);
+      if (text !== null) put(text);
+    }
   }
 
   async destroy(): Promise<void> {

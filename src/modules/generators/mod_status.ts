@@ -418,13 +418,14 @@ function serveStatus(r: Request): MaybePromise<number> {
   // filters drop the body, as httpd's do.
   const out = new Out();
   kept.page = out;
-  renderStatus(out, r, sb.snapshot(), sb.extended, opts, nowMicros());
+  const page = renderStatus(out, r, sb.snapshot(), sb.extended, opts, nowMicros());
+  if (page instanceof Promise) return page.then(() => out.end(r)).then(() => OK);
   const sent = out.end(r);
   return sent instanceof Promise ? sent.then(() => OK) : OK;
 }
 
 /** Writes the page for `img` (the whole of httpd's status_handler output). */
-function renderStatus(out: { put(s: string): void }, r: Request, img: ScoreboardImage, extended: boolean, opts: Options, now: number): void {
+function renderStatus(out: { put(s: string): void }, r: Request, img: ScoreboardImage, extended: boolean, opts: Options, now: number): MaybePromise<void> {
   const g = img.geometry;
   const { serverLimit, threadLimit, threadsPerChild, maxServers } = g;
   const mpmGen = img.mpmGeneration;
@@ -641,9 +642,15 @@ function renderStatus(out: { put(s: string): void }, r: Request, img: Scoreboard
     put('<hr />To obtain a full report with current status information you need to use the <code>ExtendedStatus On</code> directive.\n');
   }
 
-  // The other modules' sections (ap_run_status_hook: mod_proxy's balancers).
-  runStatusHooks(r, (short ? AP_STATUS_SHORT : 0) | (opts.notable ? AP_STATUS_NOTABLE : 0) | (extended ? AP_STATUS_EXTENDED : 0), put);
+  // The other modules' sections (ap_run_status_hook: mod_proxy's balancers, mod_ssl's and
+  // mod_cache_socache's caches), whatever ExtendedStatus says.
+  const hooks = runStatusHooks(r, (short ? AP_STATUS_SHORT : 0) | (opts.notable ? AP_STATUS_NOTABLE : 0) | (extended ? AP_STATUS_EXTENDED : 0), put);
+  if (hooks instanceof Promise) return hooks.then(() => pageEnd(r, short, put));
+  pageEnd(r, short, put);
+  return undefined;
+}
 
+function pageEnd(r: Request, short: boolean, put: (s: string) => void): void {
   if (!short) {
     put(r.rt.signature(r, '<hr />\n'));
     put('</body></html>\n');

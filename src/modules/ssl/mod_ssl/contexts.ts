@@ -55,6 +55,8 @@ export interface TlsServer {
   readonly ciphers: string;
   /** TLS 1.3 is on and its sessions travel in stateless tickets: a client offering TLS 1.3
    *  resumes from the ticket alone, never from the session cache (see layer.ts). */
+  /** The host speaks TLS 1.3 (its highest protocol). */
+  readonly tls13: boolean;
   readonly statelessTls13: boolean;
 }
 
@@ -389,6 +391,7 @@ function buildOne(ctx: ConfigContext, s: ServerRec, sc: SslServerConfig, dirVeri
     cert: types[0]?.x509 ?? null, certCompat, authCompat,
     certs: types.map((t) => ({ file: t.file, cert: t.x509 })),
     ciphers: cipherList,
+    tls13: maxVersion === 'TLSv1.3',
     statelessTls13: maxVersion === 'TLSv1.3' && (secureOptions & crypto.constants.SSL_OP_NO_TICKET) === 0,
   };
 }

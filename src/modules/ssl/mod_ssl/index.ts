@@ -31,6 +31,7 @@ import { makeProxyProvider, loadMachineCerts } from './proxy.js';
 import { certDetails, parseUri } from './ocsp.js';
 import { Stapler } from './stapling.js';
 import { tlsStreams } from './stream.js';
+import { sslStatusHook } from './status.js';
 
 // ---- per-generation state ------------------------------------------------------------------
 
@@ -376,7 +377,9 @@ async function postConfig(ctx: ConfigContext): Promise<string | undefined> {
   if (typeof built === 'string') return built;
   let cache: SocacheInstance | null = null;
   const spec = main.sessionCache;
-  if (spec !== undefined && spec !== 'none' && built.servers.size > 0) {
+  // Opened whether or not a host speaks TLS, as httpd's ssl_scache_init is (server-status
+  // shows the cache either way).
+  if (spec !== undefined && spec !== 'none') {
     const c = await spec.init(ctx, ctx.mainServer, 'mod_ssl-session', { avgIdLen: 30, avgObjSize: 150, expiryInterval: 30 }, !ctx.child);
     if (typeof c === 'string') {
       ctx.log('ssl', APLOG_EMERG, 'AH01872: Could not initialize session cache');
@@ -630,6 +633,7 @@ const self = defineModule<S, D>({
     { group: 'log_items', name: 'ssl', version: '0', provider: logItems },
     { group: 'ssl_var_lookup', name: 'ssl', version: '0', provider: requestSslVar },
     { group: 'expr', name: 'ssl', version: '0', provider: makeExprProvider((r, n) => requestSslVar(r, n), conn) },
+    { group: 'status_hook', name: 'mod_ssl', version: '0', provider: sslStatusHook((r) => r.rt.ctx.getScratch<{ v: SslState | undefined }>('ssl:state', () => ({ v: undefined })).v?.cache ?? null) },
     { group: 'ssl_proxy', name: 'ssl', version: '0', provider: makeProxyProvider((s): SslProxyConfig | undefined => proxyConfigOf(s), (v): Partial<SslProxyConfig> | undefined => (v[self.index] as SslDirConfig | undefined)?.proxy) },
   ],
 });

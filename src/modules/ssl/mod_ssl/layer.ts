@@ -191,11 +191,16 @@ interface HandshakePlan {
   readonly sni: boolean;
   /** Every host the handshake can end on has TLS 1.3 with stateless tickets. */
   readonly stateless13: boolean;
+  /** Every host the handshake can end on speaks TLS 1.3. */
+  readonly all13: boolean;
   /** A TLS 1.3 handshake here can run on Node's TLS binding without a TLSSocket (stream.ts):
    *  the base host needs no SNI choice, no client certificate, no OCSP stapling, no session
    *  cache events and speaks only HTTP/1.1 (ALPN). */
   readonly direct: boolean;
 }
+
+/** The mark of a TLS 1.3 ClientHello that offers no PSK (nothing to look up). */
+const NO_PSK = Buffer.alloc(0);
 
 export class TlsLayer implements ConnectionLayer {
   /** Two tls.Servers per SSL host (they never listen): they carry the host's OCSP stapling
@@ -220,7 +225,9 @@ export class TlsLayer implements ConnectionLayer {
     const resumeSession = (id: Buffer, cb: (err: Error | null, data: Buffer | null) => void): void => {
       const cache = setup.cache();
       if (cache === null) { cb(null, null); return; }
-      cache.retrieve(this.pskByLegacyId.get(id.toString('hex')) ?? id).then((d) => cb(null, d), () => cb(null, null));
+      const psk = this.pskByLegacyId.get(id.toString('hex'));
+      if (psk === NO_PSK) { cb(null, null); return; }
+      cache.retrieve(psk ?? id).then((d) => cb(null, d), () => cb(null, null));
     };
     for (const t of setup.servers.values()) {
       for (const a of t.s.addrs) if (a.port !== 0) this.ports.add(a.port);
@@ -259,7 +266,7 @@ export class TlsLayer implements ConnectionLayer {
       const onlyHttp1 = this.setup.selectProtocol(first.s, ['h2', 'acme-tls/1', 'http/1.1'], { protocol: 'TLSv1.3', cipher: 'TLS_AES_128_GCM_SHA256' }) ?? 'http/1.1';
       const direct = !sni && stateless13 && !first.requestCert && first.verify === 'none' && first.ocsp === null
         && !this.staplers.has(first) && onlyHttp1 === 'http/1.1';
-      p = { sni, stateless13, direct };
+      p = { sni, stateless13, direct, all13: first.tls13 && hosts.every((t) => t.tls13) };
       byFirst.set(first, p);
     }
     return p;
@@ -384,10 +391,12 @@ export class TlsLayer implements ConnectionLayer {
     const sessions = !(hello.tls13 && plan.stateless13);
     // TLS 1.3 resumption from the session cache: Node asks for the session by the legacy id,
     // the session is found by the PSK identity (see the resumeSession listener).
+    // A TLS 1.3 ClientHello without a PSK resumes nothing: OpenSSL does not look its legacy
+    // id up (httpd's cache counts no retrieve), so the id is marked to be answered at once.
     let key: string | null = null;
-    if (sessions && hello.psk !== null && hello.legacyId !== null) {
+    if (sessions && hello.legacyId !== null && (hello.psk !== null || (hello.tls13 && plan.all13))) {
       key = hello.legacyId.toString('hex');
-      this.pskByLegacyId.set(key, hello.psk);
+      this.pskByLegacyId.set(key, hello.psk ?? NO_PSK);
       sock.once('close', () => this.pskByLegacyId.delete(key!));
     }
     if (!sessions && plan.direct && canOpenTlsStream(sock)) {
