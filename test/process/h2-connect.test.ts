@@ -5,7 +5,8 @@
 // a port outside AllowCONNECT (403), a CONNECT spelled in lower case with :path (AH10384, 400;
 // nghttp2 resets "CONNECT" with :path before either server sees it), and a WebSocket over an
 // extended CONNECT (H2WebSockets) through ProxyPass ws:// to a WebSocket origin speaking the
-// real handshake. What the client sees and the access log lines ("%r" %>s %b %H) must agree.
+// real handshake, and a CONNECT through a remote proxy (ProxyRemote) whose 407 becomes the
+// stream's response. What the client sees and the access log lines ("%r" %>s %b %H) must agree.
 
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
@@ -36,7 +37,7 @@ class Backends {
   floodSock: net.Socket | null = null;
   wsSeen: http.IncomingHttpHeaders[] = [];
   private servers: (net.Server | http.Server)[] = [];
-  ports = { echo: 0, closer: 0, hold: 0, flood: 0, ws: 0 };
+  ports = { echo: 0, closer: 0, hold: 0, flood: 0, ws: 0, remote: 0 };
 
   async start(): Promise<void> {
     const echo = net.createServer((s) => {
@@ -73,8 +74,22 @@ class Backends {
       sock.on('close', () => this.closed.push(sock));
       sock.on('error', () => undefined);
     });
-    this.servers = [echo, closer, hold, flood, ws];
-    const names = ['echo', 'closer', 'hold', 'flood', 'ws'] as const;
+    // A remote proxy (ProxyRemote) that wants credentials: its answer is the stream's response.
+    const remote = net.createServer((s) => {
+      let got = '';
+      const on = (d: Buffer): void => {
+        got += d.toString('latin1');
+        if (!got.includes('\r\n\r\n')) return;
+        s.off('data', on);
+        s.resume();
+        s.write('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="r"\r\nConnection: close\r\nContent-Length: 4\r\n\r\nnope');
+      };
+      s.on('data', on);
+      s.on('end', () => s.end());
+      s.on('error', () => undefined);
+    });
+    this.servers = [echo, closer, hold, flood, ws, remote];
+    const names = ['echo', 'closer', 'hold', 'flood', 'ws', 'remote'] as const;
     for (let i = 0; i < names.length; i++) {
       const port = await freePort();
       await new Promise<void>((res) => this.servers[i]!.listen(port, '127.0.0.1', () => res()));
@@ -90,7 +105,7 @@ class Backends {
   }
 }
 
-function configure(site: Site, b: Backends, blocked: number): void {
+function configure(site: Site, b: Backends, blocked: number, chained: number): void {
   site.write([
     `LoadModule http2_module ${M}/mod_http2.so`,
     `LoadModule proxy_module ${M}/mod_proxy.so`,
@@ -107,6 +122,11 @@ function configure(site: Site, b: Backends, blocked: number): void {
     `AllowCONNECT ${b.ports.echo} ${b.ports.closer} ${b.ports.hold} ${b.ports.flood}`,
     `ProxyPass /ws/ ws://127.0.0.1:${b.ports.ws}/`,
     `# ${blocked} is not allowed`,
+    `Listen 127.0.0.1:${chained}`,
+    `<VirtualHost 127.0.0.1:${chained}>`,
+    '  ProxyRequests On',
+    `  ProxyRemote * http://127.0.0.1:${b.ports.remote}`,
+    '</VirtualHost>',
   ]);
 }
 
@@ -175,10 +195,11 @@ interface Seen {
   blocked: { status: number; title: string };
   lower: { status: number; dateFirst: boolean };
   ws: { status: number; echoed: string; tail: string; firstOpen: boolean; closeTail: string };
+  chained: { status: number; auth: string; body: string };
   log: string[];
 }
 
-async function scenario(site: Site, b: Backends, blocked: number, before: number): Promise<Seen> {
+async function scenario(site: Site, b: Backends, blocked: number, chained: number, before: number): Promise<Seen> {
   const file = path.join(site.dir, 'logs/h2c_log');
   const lines = (): string[] => { try { return fs.readFileSync(file, 'latin1').split('\n').filter((l) => l !== ''); } catch { return []; } };
   await waitFor('the lines logged before', () => lines().length >= before);
@@ -275,8 +296,20 @@ async function scenario(site: Site, b: Backends, blocked: number, before: number
     w2.q.end();
     const ws = { status: w.status, echoed: wEchoed, tail: wTail, firstOpen, closeTail: (await w2End).body };
 
-    await waitFor('the access log lines', () => lines().length >= before + 9);
-    return { tunnel, closer, reset: true, inbound, outbound, blocked: blockedAnswer, lower, ws, log: lines().slice(before).sort() };
+    // Through a remote proxy that answers 407: its answer is the stream's response.
+    const s2 = await session(chained);
+    try {
+      const p = await open(s2, connect(b.ports.echo));
+      const body = await read(p.q, 4);
+      const pEnd = rest(p.q);
+      p.q.end();
+      await pEnd;
+      const chainedAnswer = { status: p.status, auth: String(p.headers['proxy-authenticate']), body };
+      await waitFor('the access log lines', () => lines().length >= before + 10);
+      return { tunnel, closer, reset: true, inbound, outbound, blocked: blockedAnswer, lower, ws, chained: chainedAnswer, log: lines().slice(before).sort() };
+    } finally {
+      s2.close();
+    }
   } finally {
     s.close();
   }
@@ -286,13 +319,14 @@ test('HTTP/2 CONNECT tunnels and WebSockets, the same on plume and on Apache', {
   const b = new Backends();
   await b.start();
   const blocked = await freePort();
+  const chained = await freePort();
   const site = await makeSite('h2-connect');
   try {
-    configure(site, b, blocked);
+    configure(site, b, blocked, chained);
     const plume = await startPlume(site);
     let mine: Seen;
     try {
-      mine = await scenario(site, b, blocked, 1);
+      mine = await scenario(site, b, blocked, chained, 1);
     } finally {
       await plume.stop();
     }
@@ -304,7 +338,8 @@ test('HTTP/2 CONNECT tunnels and WebSockets, the same on plume and on Apache', {
     assert.deepEqual(mine.blocked, { status: 403, title: '403 Proxy Error' });
     assert.deepEqual(mine.lower, { status: 400, dateFirst: true });
     assert.deepEqual(mine.ws, { status: 200, echoed: 'OVER H2', tail: 'bye', firstOpen: true, closeTail: '' });
-    assert.equal(mine.log.filter((l) => l === `"CONNECT ${e} HTTP/2.0" 200 - HTTP/2.0`).length, 2);
+    assert.deepEqual(mine.chained, { status: 407, auth: 'Basic realm="r"', body: 'nope' });
+    assert.equal(mine.log.filter((l) => l === `"CONNECT ${e} HTTP/2.0" 200 - HTTP/2.0`).length, 3);
     assert.ok(mine.log.includes(`"CONNECT 127.0.0.1:${blocked} HTTP/2.0" 403 353 HTTP/2.0`), mine.log.join('\n'));
     assert.ok(mine.log.includes('"connect /x HTTP/2.0" 400 266 HTTP/2.0'), mine.log.join('\n'));
     assert.ok(mine.log.includes('"GET /ws/echo HTTP/2.0" 101 - HTTP/2.0'), mine.log.join('\n'));
@@ -320,7 +355,7 @@ test('HTTP/2 CONNECT tunnels and WebSockets, the same on plume and on Apache', {
     let theirs: Seen;
     try {
       await waitFor('apache', () => fs.existsSync(site.pidFile));
-      theirs = await scenario(site, b, blocked, 0);
+      theirs = await scenario(site, b, blocked, chained, 0);
     } finally {
       spawnSync(APACHE, ['-d', site.dir, '-f', site.conf, '-k', 'stop']);
       await waitFor('apache to stop', () => !fs.existsSync(site.pidFile)).catch(() => undefined);
