@@ -538,9 +538,9 @@ export interface ProxyApi {
   proxyError(r: Request, status: number, message: string): number;
   /** ap_proxy_backend_broke: the response had started; the client connection is aborted. */
   backendBroke(r: Request, bb: Brigade): void;
-  /** ap_proxy_canonenc: %-encoding of a URL part for a canon handler ('url', 'path', 'query',
-   *  'fragment', 'user'); undefined for an invalid escape. */
-  canonenc(x: string, type: 'url' | 'path' | 'query' | 'fragment' | 'user', forcedec: boolean, proxyreq: ProxyReq, encodedSlashes?: boolean): string | undefined;
+  /** ap_proxy_canonenc: %-encoding of a URL part for a canon handler ('url' (enc_parm), 'path',
+   *  'query' (enc_search), 'fragment', 'user', 'fpath'); undefined for an invalid escape. */
+  canonenc(x: string, type: 'url' | 'path' | 'query' | 'fragment' | 'user' | 'fpath', forcedec: boolean, proxyreq: ProxyReq, encodedSlashes?: boolean): string | undefined;
   /** ap_proxy_canon_netloc: "//host:port" split from the URL; an error text. */
   canonNetloc(url: string, defPort: number): { host: string; port: number; rest: string; user: string | undefined; password: string | undefined } | string;
   /** ap_proxy_port_of_scheme. */

@@ -274,7 +274,7 @@ function ftpCanon(r: Request, api: ProxyApi, url: string): number {
   let hadParms = false;
   if (semi >= 0) {
     hadParms = true;
-    const enc = api.canonenc(p.slice(semi + 1), 'query', false, r.proxyreq);
+    const enc = api.canonenc(p.slice(semi + 1), 'url', false, r.proxyreq);
     if (enc === undefined) return 400;
     parms = enc;
     p = p.slice(0, semi);
@@ -283,7 +283,7 @@ function ftpCanon(r: Request, api: ProxyApi, url: string): number {
   let path = api.canonenc(p, 'path', false, r.proxyreq, d.allowEncodedSlashes === 'nodecode');
   if (path === undefined || !checkFtpString(path)) return 400;
   if (r.proxyreq !== 0 && r.args !== undefined) {
-    const q = api.canonenc(r.args, hadParms ? 'query' : 'path', true, r.proxyreq);
+    const q = api.canonenc(r.args, hadParms ? 'url' : 'fpath', true, r.proxyreq);
     if (q === undefined) return 400;
     if (hadParms) parms += '?' + q;
     else path += '?' + q;

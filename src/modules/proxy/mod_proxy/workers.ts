@@ -322,15 +322,17 @@ function lowerSchemeHost(u: string): string {
 // ---- URL encoding ----------------------------------------------------------------------------
 // httpd's sets (proxy_util.c): characters kept as they are ("allowed") and characters never
 // encoded nor decoded ("reserved"), per part of the URL.
-const ALLOWED: Record<'url' | 'path' | 'query' | 'fragment' | 'user', string> = {
+const ALLOWED: Record<'url' | 'path' | 'query' | 'fragment' | 'user' | 'fpath', string> = {
   url: "$-_.+!*'(),?/:@&=",
   path: "~$-_.+!*'(),;:@&=",
   query: "$-_.!*'(),;:@&=",
   fragment: "$-_.+!*'(),?/:@&=",
   user: "$-_.+!*'(),;@&=",
+  // enc_fpath: mod_proxy_ftp's path with its query.
+  fpath: "$-_.+!*'(),?:@&=",
 };
-const RESERVED: Record<'url' | 'path' | 'query' | 'fragment' | 'user', string> = {
-  url: '', path: '/', query: '+', fragment: '', user: '',
+const RESERVED: Record<'url' | 'path' | 'query' | 'fragment' | 'user' | 'fpath', string> = {
+  url: '', path: '/', query: '+', fragment: '', user: '', fpath: '',
 };
 
 /** Per part, the characters canonenc gives back as they are whatever the request (letters,
@@ -356,7 +358,7 @@ function hex2(c: number): string {
  *  decoded (its path is r->uri, already decoded: a literal '%' becomes %25) unless forced or
  *  AllowEncodedSlashes NoDecode asks to keep %2F; other requests have their escapes decoded
  *  and re-encoded where needed. Strings hold bytes (latin1). undefined on a bad %-escape that had to be decoded. */
-export function canonenc(x: string, type: 'url' | 'path' | 'query' | 'fragment' | 'user', forcedec: boolean, proxyreq: ProxyReq, encodedSlashes = false): string | undefined {
+export function canonenc(x: string, type: 'url' | 'path' | 'query' | 'fragment' | 'user' | 'fpath', forcedec: boolean, proxyreq: ProxyReq, encodedSlashes = false): string | undefined {
   const same = UNCHANGED[type];
   let k = 0;
   while (k < x.length) { const c = x.charCodeAt(k); if (c >= 128 || same[c] === 0) break; k++; }
