@@ -138,9 +138,12 @@ function defineProvider(cmd: Cmd, argv: string[]): string | undefined {
   // The address is resolved before the arguments after it are checked, as httpd does.
   const p = parseDefineProvider(argv.slice(0, 3));
   if (typeof p === 'string') return p;
+  // DIFFERENCE: httpd asks getaddrinfo and tries every address it gives; the configuration
+  // reader here is synchronous, so a name is looked up in /etc/hosts (one address).
   const ip = resolveHostSync(p.host);
   if (ip === undefined) {
-    cmd.ctx.log(MODULE, APLOG_CRIT, `AH02530: Address ${p.backend} could not be resolved`);
+    // APLOG_STARTUP: the message alone, after getaddrinfo's error.
+    cmd.ctx.logBare(MODULE, APLOG_CRIT, `(EAI 2)Name or service not known: AH02530: Address ${p.backend} could not be resolved`);
     return 'AuthnzFcgiDefineProvider: Error resolving backend address';
   }
   if (argv.length > 3) return `AuthnzFcgiDefineProvider: Unexpected parameter ${argv[3]!}`;
@@ -253,7 +256,7 @@ function connectToPeer(r: Request, conf: FcgiProviderConf): Promise<net.Socket |
 }
 
 /** Reads the socket's data as it comes: a chunk, null at its end, or the error. */
-class SocketInput {
+export class SocketInput {
   private readonly queue: Buffer[] = [];
   private ended = false;
   private failure: Error | undefined;
@@ -307,7 +310,7 @@ function bufferLines(buf: Buffer): { gets: () => ScriptLine; rest: () => Buffer 
 /** handle_response: the records up to END_REQUEST. The script header is read into the
  *  request (status, headers); `wantBody` keeps what followed the header in the piece read
  *  with its end (httpd flattens its brigade then), at most NON200_RESPONSE_BUF_LEN bytes. */
-async function handleResponse(r: Request, conf: FcgiProviderConf, input: SocketInput, wantBody: boolean): Promise<{ rv: AprError | undefined; body: Buffer | undefined }> {
+export async function handleResponse(r: Request, conf: FcgiProviderConf, input: SocketInput, wantBody: boolean): Promise<{ rv: AprError | undefined; body: Buffer | undefined }> {
   const fn = 'handle_response';
   const rd = new FcgiRecordReader();
   const scanner = new HeaderEndScanner();

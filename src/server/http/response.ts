@@ -557,6 +557,10 @@ function sendErrorPage(rt: Runtime, r: Request, location: string | undefined, re
     }
     return passBrigade(rt, r, [{ kind: 'data', data: page }, EOS]);
   } else {
+    // A module's status line without a reason gets "Unknown Reason" for the response's
+    // status line too (ap_send_error_response rewrites r->status_line).
+    const own = moduleStatusLine(r, status);
+    if (own !== undefined) r.statusLine = own;
     body = generatedPage(status, r, location, recursiveError);
   }
   return passBrigade(rt, r, [{ kind: 'data', data: Buffer.from(body, 'latin1') }, EOS]);
