@@ -435,6 +435,10 @@ function runStream(q: Ctx, s: Session): Promise<Outcome> {
       if (!(status > 0)) { stream.close(http2.constants.NGHTTP2_PROTOCOL_ERROR); finish({ kind: 'status', status: 500 }); return; }
       r.status = status;
       r.statusLine = undefined;
+      // The backend may end its stream with trailers: the response's trailers table exists
+      // from now on, so that an HTTP/2 client's stream waits for them (mod_http2 sends
+      // r->trailers_out at the end of the stream).
+      r.trailersOut ??= new HeaderTable();
       const saved = r.headersOut.getAll('Set-Cookie');
       r.headersOut.clear();
       const pairs = raw ?? Object.entries(h).flatMap(([k, v]) => (Array.isArray(v) ? v.flatMap((x) => [k, x]) : [k, String(v)]));
@@ -462,7 +466,8 @@ function runStream(q: Ctx, s: Session): Promise<Outcome> {
       void passBody(q, stream).then(() => finish({ kind: 'done' }));
     });
     // Fields after the body go to the response's trailers, mapped as the header fields are
-    // (h2_proxy_stream_add_header_out once the headers ended).
+    // (h2_proxy_stream_add_header_out once the headers ended); an HTTP/2 client gets them as
+    // its stream's trailers, an HTTP/1.1 client's last chunk carries none (as httpd 2.4).
     stream.on('trailers', (h: http2.IncomingHttpHeaders, _flags: number, raw?: string[]) => {
       const pairs = raw ?? Object.entries(h).flatMap(([k, v]) => (Array.isArray(v) ? v.flatMap((x) => [k, x]) : [k, String(v)]));
       for (let i = 0; i + 1 < pairs.length; i += 2) {

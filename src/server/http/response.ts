@@ -350,7 +350,9 @@ const coreOutputFilter: FilterSpec<null> = {
         r.eosSent = true;
         if (ch && body) { w.write('0\r\n\r\n'); r.connection.bytesOut += 5; }
         releaseHeld(w);
-        w.framed?.end();
+        // HTTP/1.1's last chunk carries no trailers (httpd 2.4's chunk filter writes none);
+        // an HTTP/2 stream ends with them (mod_http2 sends r->trailers_out).
+        w.framed?.end(r.trailersOut);
         return;
       }
       if (b.kind === 'flush') { releaseHeld(w); return; }

@@ -24,8 +24,9 @@ export interface FramedWire {
   /** The response's status and fields (Date and Server first, as the HTTP/1.1 head has them);
    *  `bodyless`: no body follows (HEAD, 204, 304). */
   head(status: number, fields: HeaderTable, date: string, server: string, bodyless: boolean): void;
-  /** The end of the response (EOS). */
-  end(): void;
+  /** The end of the response (EOS), with the response's trailers (r->trailers_out) when it
+   *  has any. */
+  end(trailers?: HeaderTable | null): void;
   /** An interim response (1xx) and its fields (ap_send_interim_response). A 101 is the switch
    *  of an HTTP/2 extended CONNECT (H2WebSockets), answered 200 on the stream; false when the
    *  switch was refused (the stream has its final answer, no tunnel follows). */

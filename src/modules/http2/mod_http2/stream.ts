@@ -131,6 +131,8 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
   ws: { readonly accept: string } | null = null;
   /** The response was replaced (a refused WebSocket switch): the handler's bytes are dropped. */
   private discarding = false;
+  /** The trailers to send when the stream asks for them (a response sent with waitForTrailers). */
+  private trailers: http2.OutgoingHttpHeaders = {};
 
   constructor(readonly session: StreamSession, readonly stream: http2.ServerHttp2Stream, protocol: string) {
     const c1 = session.c1;
@@ -193,9 +195,13 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
       return;
     }
     if (this.request !== null) this.session.responding(this, this.request, fields);
+    // A response whose handler may add trailers (a proxied HTTP/2 response: r.trailersOut set
+    // before the head) keeps the stream open after its last DATA frame for a HEADERS frame
+    // of trailers (or an empty DATA frame with END_STREAM when none came).
+    const trailing = !bodyless && this.request !== null && this.request.trailersOut !== null;
     // A request refused while its stream's fields were read (431, 400) is answered with Date
     // and Server first (measured on Apache 2.4.71); every other response has them last.
-    this.respond(responseFields(status, fields, date, server, this.refusedEarly, null), bodyless);
+    this.respond(responseFields(status, fields, date, server, this.refusedEarly, null), bodyless, trailing);
   }
   interim(status: number, fields: HeaderTable): boolean {
     if (this.destroyed || this.stream.headersSent) return false;
@@ -225,11 +231,19 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
     this.discarding = true;
     this.respond({ ':status': 502, 'content-length': '0' }, true);
   }
-  private respond(out: http2.OutgoingHttpHeaders, bodyless: boolean): void {
+  private respond(out: http2.OutgoingHttpHeaders, bodyless: boolean, trailing = false): void {
     this.bytesOut += String(out[':status']).length;
     try {
+      if (trailing) {
+        const stream = this.stream;
+        stream.once('wantTrailers', () => {
+          const t = this.trailers;
+          this.trailers = {};
+          try { stream.sendTrailers(t); } catch { try { stream.sendTrailers({}); } catch { /* gone */ } }
+        });
+      }
       // Date is in `out` when the response has one (a WebSocket switch's 200 has none).
-      this.stream.respond(out, { endStream: bodyless, sendDate: false } as http2.ServerStreamResponseOptions);
+      this.stream.respond(out, { endStream: bodyless, sendDate: false, waitForTrailers: trailing } as http2.ServerStreamResponseOptions);
     } catch (e) {
       // A field Node's HTTP/2 refuses (a value with control characters): the stream is reset.
       this.request?.log('http2', APLOG_ERR, `AH10020: h2_stream(${this.stream.id}): invalid response headers: ${(e as Error).message}`);
@@ -302,14 +316,29 @@ export class H2Stream implements ConnRec, Wire, FramedWire {
     }
     this.respond(responseFields(h.status, fields, undefined, undefined, false, null), false);
   }
-  end(): void {
+  end(trailers?: HeaderTable | null): void {
     if (this.destroyed) return;
     if (!this.stream.headersSent) {
       try { this.stream.respond({ ':status': 200 }, { endStream: true }); } catch { /* gone */ }
       return;
     }
+    if (trailers !== undefined && trailers !== null) this.trailers = trailerFields(trailers);
     if (!this.stream.writableEnded) this.stream.end();
   }
+}
+
+/** Fields that HTTP/2 forbids in trailers (connection-specific ones, RFC 9113 §8.2.2) and the
+ *  pseudo-headers are left out; names in lower case, repeated names' values together. */
+const NOT_IN_TRAILERS = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'content-length', 'host']);
+function trailerFields(t: HeaderTable): http2.OutgoingHttpHeaders {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of t.entries()) {
+    const k = name.toLowerCase();
+    if (k.startsWith(':') || NOT_IN_TRAILERS.has(k)) continue;
+    const had = out[k];
+    out[k] = had === undefined ? value : Array.isArray(had) ? [...had, value] : [had, value];
+  }
+  return out;
 }
 
 /** The request body from the stream's DATA frames (httpd's H2_C2_REQUEST_IN, as chunked). */
