@@ -10,7 +10,8 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tls from 'node:tls';
-import { spawnSync } from 'node:child_process';
+import * as net from 'node:net';
+import { spawn, spawnSync } from 'node:child_process';
 import { makeSite, startPlume, freePort, getOnce, waitFor, REPO, type Site } from './process-lib.js';
 
 const APACHE = '/usr/sbin/apache2';
@@ -126,3 +127,95 @@ test('server-status shows the TLS session cache counters moving as Apache\'s do 
     site.remove();
   }
 });
+
+/** A cache server on a loopback port, started for the test. */
+async function startDaemon(kind: 'redis' | 'memcached'): Promise<{ port: number; stop(): Promise<void> }> {
+  const port = await freePort();
+  const args = kind === 'redis'
+    ? ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', '/tmp']
+    : ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-u', 'nobody'];
+  const proc = spawn(kind === 'redis' ? 'redis-server' : 'memcached', args, { stdio: 'ignore' });
+  await waitFor(`${kind} on ${port}`, () => new Promise<boolean>((res) => {
+    const s = net.connect({ host: '127.0.0.1', port }, () => { s.destroy(); res(true); });
+    s.on('error', () => res(false));
+  }));
+  return {
+    port,
+    stop: () => new Promise<void>((res) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) { res(); return; }
+      proc.once('exit', () => res());
+      proc.kill('SIGTERM');
+    }),
+  };
+}
+
+const have = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+
+/** The TLS section of both forms of the page after one TLS 1.2 handshake, figures masked. */
+async function networkSection(site: Site, tlsPort: number): Promise<string[]> {
+  await tlsGet(tlsPort, 'TLSv1.2');
+  const auto = (await getOnce(site.port, '/server-status?auto')).body.toString('latin1');
+  const html = (await getOnce(site.port, '/server-status')).body.toString('latin1');
+  const a = auto.slice(auto.indexOf('TLSSessionCacheStatus\n'));
+  const h = html.slice(html.indexOf('<hr>\n<table cellspacing=0'), html.indexOf('</body>'));
+  // The memcached's own figures moved: one session set (plume's and Apache's are the same
+  // once the numbers are masked, below).
+  assert.match(a, /(Sets: [1-9]|Processed: [1-9])/, a);
+  const mask = (t: string): string => t.replace(/\d+/g, 'N');
+  return [mask(a), mask(h)];
+}
+
+for (const kind of ['memcached', 'redis'] as const) {
+  const provider = kind === 'redis' ? 'redis' : 'memcache';
+  test(`server-status with SSLSessionCache ${provider}: the server's line and its statistics, as Apache prints them`, { timeout: 60000, skip: have(kind === 'redis' ? 'redis-server' : 'memcached') ? false : `${kind} is not installed` }, async () => {
+    const daemon = await startDaemon(kind);
+    const site = await makeSite(`ssl-status-${provider}`);
+    try {
+      const tlsPort = await freePort();
+      fs.mkdirSync(path.join(site.dir, 'tls'));
+      for (const f of ['server.crt', 'server.key']) fs.copyFileSync(path.join(FIX, f), path.join(site.dir, 'tls', f));
+      site.write([
+        'LoadModule status_module /usr/lib/apache2/modules/mod_status.so',
+        `LoadModule socache_${provider}_module /usr/lib/apache2/modules/mod_socache_${provider}.so`,
+        'LoadModule ssl_module /usr/lib/apache2/modules/mod_ssl.so',
+        `Listen 127.0.0.1:${tlsPort}`,
+        `SSLSessionCache ${provider}:127.0.0.1:${daemon.port}`,
+        'SSLSessionTickets off',
+        `<VirtualHost 127.0.0.1:${tlsPort}>`,
+        '  ServerName localhost',
+        '  SSLEngine on',
+        `  SSLCertificateFile ${site.dir}/tls/server.crt`,
+        `  SSLCertificateKeyFile ${site.dir}/tls/server.key`,
+        '</VirtualHost>',
+        '<Location /server-status>',
+        '  SetHandler server-status',
+        '</Location>',
+      ]);
+      const plume = await startPlume(site);
+      let mine: string[];
+      try {
+        mine = await networkSection(site, tlsPort);
+      } finally {
+        await plume.stop();
+      }
+      const label = kind === 'redis' ? 'Redis server' : 'Memcached server';
+      assert.ok(mine[0]!.startsWith(`TLSSessionCacheStatus\n${label}: N.N.N.N:N [Up]\nVersion: `), mine[0]);
+      if (!fs.existsSync(APACHE)) return;
+      fs.writeFileSync(site.conf, fs.readFileSync(site.conf, 'utf8').replace(/^LoadModule unixd_module.*\n/m, ''));
+      const start = spawnSync(APACHE, ['-d', site.dir, '-f', site.conf, '-k', 'start'], { encoding: 'utf8' });
+      assert.equal(start.status, 0, start.stderr);
+      let theirs: string[];
+      try {
+        await waitFor('apache', async () => fs.existsSync(site.pidFile) && await getOnce(site.port, '/index.html', 2000).then((r) => r.status === 200, () => false));
+        theirs = await networkSection(site, tlsPort);
+      } finally {
+        spawnSync(APACHE, ['-d', site.dir, '-f', site.conf, '-k', 'stop']);
+        await waitFor('apache to stop', () => !fs.existsSync(site.pidFile)).catch(() => undefined);
+      }
+      assert.deepEqual(mine, theirs);
+    } finally {
+      site.remove();
+      await daemon.stop();
+    }
+  });
+}
