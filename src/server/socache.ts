@@ -48,7 +48,7 @@ export interface SocacheSpec {
    * Opens the cache. `create`: this process sets the cache up for a new configuration
    * generation (the parent, or the single -X process: a shmcb file is made afresh); false in
    * the worker processes, which attach to what the parent made. `namespace` keeps the users of
-   * one cache server apart ("mod_ssl-session").
+   * one cache server apart ("mod_ssl-sess").
    */
   init(ctx: ConfigContext, s: ServerRec, namespace: string, hints: SocacheHints, create: boolean): Promise<SocacheInstance | string>;
 }

@@ -11,7 +11,7 @@ import { AP_STATUS_SHORT, type StatusWriter } from '../../server/status-hook.js'
 import { APLOG_CRIT, APLOG_DEBUG, APLOG_ERR, levelFor } from '../../server/log/levels.js';
 import { parseServer, type KvAddress, type KvClient } from '../../lib/kv/client.js';
 
-/** The key of `id` under `namespace` ("mod_ssl-session:" + lowercase hex). */
+/** The key of `id` under `namespace` ("mod_ssl-sess:" + lowercase hex). */
 export function cacheKey(namespace: string, id: Buffer): string {
   return `${namespace}:${id.toString('hex')}`;
 }

@@ -380,9 +380,10 @@ async function postConfig(ctx: ConfigContext): Promise<string | undefined> {
   // Opened whether or not a host speaks TLS, as httpd's ssl_scache_init is (server-status
   // shows the cache either way).
   if (spec !== undefined && spec !== 'none') {
-    const c = await spec.init(ctx, ctx.mainServer, 'mod_ssl-session', { avgIdLen: 30, avgObjSize: 150, expiryInterval: 30 }, !ctx.child);
+    const c = await spec.init(ctx, ctx.mainServer, 'mod_ssl-sess', { avgIdLen: 30, avgObjSize: 150, expiryInterval: 30 }, !ctx.child);
     if (typeof c === 'string') {
-      ctx.log('ssl', APLOG_EMERG, 'AH01872: Could not initialize session cache');
+      ctx.log('ssl', APLOG_EMERG, 'AH01874: Could not initialize session cache. Exiting.');
+      ctx.log('ssl', APLOG_EMERG, 'AH02312: Fatal error initialising mod_ssl, exiting.');
       return 'AH00016: Configuration Failed';
     }
     cache = c;
@@ -399,9 +400,10 @@ async function postConfig(ctx: ConfigContext): Promise<string | undefined> {
       if (cache !== null) await cache.destroy();
       return 'AH00016: Configuration Failed';
     }
-    const c = await main.staplingCache.init(ctx, ctx.mainServer, 'mod_ssl-stapling', { avgIdLen: 20, avgObjSize: 1500, expiryInterval: 3600 }, !ctx.child);
+    const c = await main.staplingCache.init(ctx, ctx.mainServer, 'mod_ssl-staple', { avgIdLen: 20, avgObjSize: 1500, expiryInterval: 300 }, !ctx.child);
     if (typeof c === 'string') {
-      ctx.log('ssl', APLOG_EMERG, 'AH01958: SSLStapling: no stapling cache available');
+      ctx.log('ssl', APLOG_EMERG, 'AH01872: Could not initialize stapling cache. Exiting.');
+      ctx.log('ssl', APLOG_EMERG, 'AH02312: Fatal error initialising mod_ssl, exiting.');
       if (cache !== null) await cache.destroy();
       return 'AH00016: Configuration Failed';
     }
