@@ -20,6 +20,7 @@ import type { Request } from '../../server/request/request.js';
 import { APLOG_DEBUG, APLOG_ERR } from '../../server/log/levels.js';
 import { escapeUri as escapePath } from '../../lib/urlencoded.js';
 import { evalString, isFailure, parseStringExprCmd, type StringExpr } from '../../expr/index.js';
+import { parseAuthority } from '../../lib/uri-authority.js';
 
 export interface AliasEntry {
   /** The URL-path or regex source; undefined where httpd keeps a NULL (see aliasMatches). */
@@ -351,29 +352,7 @@ export function parseUri(s: string): ParsedUri {
   rest = rest.slice(2);
   let end = rest.search(/[/?#]/);
   if (end < 0) end = rest.length;
-  let hostinfo = rest.slice(0, end);
-  const at = hostinfo.lastIndexOf('@');
-  if (at >= 0) {
-    const userinfo = hostinfo.slice(0, at);
-    const colon = userinfo.indexOf(':');
-    if (colon >= 0) {
-      u.user = userinfo.slice(0, colon);
-      u.password = userinfo.slice(colon + 1);
-    } else {
-      u.user = userinfo;
-    }
-    hostinfo = hostinfo.slice(at + 1);
-  }
-  let portSep = -1;
-  if (hostinfo.startsWith('[')) {
-    const close = hostinfo.indexOf(']');
-    u.hostname = hostinfo.slice(1, close < 0 ? hostinfo.length : close);
-    if (close >= 0 && hostinfo[close + 1] === ':') portSep = close + 1;
-  } else {
-    portSep = hostinfo.lastIndexOf(':');
-    u.hostname = portSep < 0 ? hostinfo : hostinfo.slice(0, portSep);
-  }
-  if (portSep >= 0) u.portStr = hostinfo.slice(portSep + 1);
+  Object.assign(u, parseAuthority(rest.slice(0, end)));
   return withPath(rest.slice(end));
 }
 

@@ -6,6 +6,7 @@
 
 import { escapeHtml } from '../../server/http/response.js';
 import { escapeUri } from '../../lib/urlencoded.js';
+import { parseAuthority } from '../../lib/uri-authority.js';
 
 /** httpd's MAX_LINE_LEN: a reply line is read into 80 bytes (79 and the NUL). */
 const MAX_LINE_LEN = 80;
@@ -222,29 +223,10 @@ export function parseAprUri(s: string): AprUri {
       rest = rest.slice(sm[0].length);
     } else rest = rest.slice(2);
     const end = rest.search(/[/?#]/);
-    let hostinfo = end < 0 ? rest : rest.slice(0, end);
+    const hostinfo = end < 0 ? rest : rest.slice(0, end);
     rest = end < 0 ? '' : rest.slice(end);
-    const at = hostinfo.lastIndexOf('@');
-    if (at >= 0) {
-      const userinfo = hostinfo.slice(0, at);
-      const colon = userinfo.indexOf(':');
-      if (colon >= 0) {
-        u.user = userinfo.slice(0, colon);
-        u.password = userinfo.slice(colon + 1);
-      } else u.user = userinfo;
-      hostinfo = hostinfo.slice(at + 1);
-    }
-    let portSep = -1;
-    if (hostinfo.startsWith('[')) {
-      const close = hostinfo.indexOf(']');
-      u.hostname = hostinfo.slice(1, close < 0 ? hostinfo.length : close);
-      if (close >= 0 && hostinfo[close + 1] === ':') portSep = close + 1;
-    } else {
-      portSep = hostinfo.lastIndexOf(':');
-      u.hostname = portSep < 0 ? hostinfo : hostinfo.slice(0, portSep);
-    }
-    if (portSep >= 0) {
-      u.portStr = hostinfo.slice(portSep + 1);
+    Object.assign(u, parseAuthority(hostinfo));
+    if (u.portStr !== undefined) {
       u.port = u.portStr === '' ? (APR_PORTS[u.scheme ?? ''] ?? 0) : (Number(u.portStr) & 0xffff);
     } else u.port = APR_PORTS[u.scheme ?? ''] ?? 0;
   }
